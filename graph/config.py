@@ -1,0 +1,137 @@
+"""AgentConfig: every knob of the agent, one docstring each, with environment overrides.
+
+Precedence (highest first): explicit arguments / CLI flags, `BASHGRAPH_<FIELD>` environment
+variables, the defaults below. Secrets (API keys) are never fields: they stay in the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from bashgraph.graph.errors import ConfigError
+from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+
+EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
+ENV_PREFIX = "BASHGRAPH_"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Settings of one agent. Immutable: derive variants with `dataclasses.replace`."""
+
+    workdir: str = "."
+    """Directory the first command runs in; a `cd` in one command holds for the next."""
+
+    shell: str = "bash"
+    """POSIX shell that runs each command as `SHELL -c COMMAND`."""
+
+    timeout_s: float = 30.0
+    """Time limit of a command when the model does not ask for one."""
+
+    max_timeout_s: float = 600.0
+    """Largest time limit the model may ask for; larger requests are an args error."""
+
+    grace_s: float = 2.0
+    """Time between SIGTERM and SIGKILL when a command's process group is stopped."""
+
+    max_output_chars: int = 10_000
+    """Cap of the text the model reads for one command; the full output goes to a spill file."""
+
+    pass_env: tuple[str, ...] = ()
+    """Environment variables passed to commands even though their names look secret."""
+
+    spill_dir: str | None = None
+    """Where full outputs over the cap are written (default: a bashgraph folder in the temp dir)."""
+
+    max_steps: int = 50
+    """Model calls allowed in one run before it stops as failed (LangGraph's own limit is 10,000)."""
+
+    replan_after: int = 3
+    """Consecutive exit-code failures after which the model is asked for a new plan."""
+
+    max_replans: int = 2
+    """Re-plans allowed in one run; one more means the agent is stuck and the run fails."""
+
+    max_args_errors: int = 3
+    """Consecutive invalid tool calls after which the run fails."""
+
+    max_spawn_retries: int = 2
+    """Automatic re-runs of a command that hit a transient spawn error (resource, signal)."""
+
+    retry_backoff_s: float = 0.5
+    """First retry delay; it doubles each time, with jitter, up to `retry_backoff_max_s`."""
+
+    retry_backoff_max_s: float = 8.0
+    """Longest delay between two automatic retries."""
+
+    on_environment_error: EnvironmentErrorPolicy = "ask"
+    """What a non-transient spawn error does: ask a person, stop the run, or tell the model."""
+
+    failure_history: int = 10
+    """How many recent failures are kept in state (for re-plan messages and loop detection)."""
+
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    """Instructions given to the model before the task; explains the outcome vocabulary."""
+
+    model: str | None = None
+    """Chat model name on the OpenAI-compatible server, or "local" for the bundled model."""
+
+    base_url: str | None = None
+    """OpenAI-compatible endpoint (default: OPENAI_BASE_URL, else the OpenAI API)."""
+
+    request_timeout_s: float = 120.0
+    """Time limit of one model request."""
+
+    model_max_retries: int = 2
+    """Retries of a model request on 429, 5xx and connection errors (with backoff)."""
+
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Settings of optional parts (approval rules, sandbox) that read their own keys."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
+        """Defaults, then `BASHGRAPH_<FIELD>` variables, then `overrides` (None means unset)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is not None and f.name != "extra":
+                values[f.name] = _parse(f.name, f.type, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "timeout_s", "max_timeout_s", "max_output_chars", "max_steps",
+                        "replan_after", "max_args_errors", "request_timeout_s")
+        if self.on_environment_error not in get_args(EnvironmentErrorPolicy):
+            raise ConfigError(
+                f"on_environment_error must be one of {get_args(EnvironmentErrorPolicy)}, "
+                f"got {self.on_environment_error!r}"
+            )
+        if self.timeout_s > self.max_timeout_s:
+            raise ConfigError("timeout_s cannot exceed max_timeout_s")
+
+
+def _check_positive(config: AgentConfig, *names: str) -> None:
+    for name in names:
+        if getattr(config, name) <= 0:
+            raise ConfigError(f"{name} must be positive, got {getattr(config, name)!r}")
+
+
+def _parse(name: str, annotation: object, raw: str) -> Any:
+    """Turn an environment string into the field's type (annotations are strings here)."""
+    kind = str(annotation)
+    try:
+        if kind.startswith("int"):
+            return int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+        if kind.startswith("tuple"):
+            return tuple(part for part in raw.replace(",", " ").split() if part)
+    except ValueError:
+        raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}") from None
+    return raw

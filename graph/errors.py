@@ -1,0 +1,24 @@
+"""Conditions that end a run. Failures the model should see are data (CommandResult), not these."""
+
+
+class BashgraphError(Exception):
+    """Base class of every error bashgraph raises on purpose; the CLI prints its message."""
+
+
+class ConfigError(BashgraphError):
+    """A setting is invalid (bad value in the environment, a flag, or a config file)."""
+
+
+class ModelError(BashgraphError):
+    """The chat model could not be reached or answered with something unusable.
+
+    The thread is kept: the checkpoint before the model call stays, so `resume` tries again.
+    """
+
+
+class ThreadBusyError(BashgraphError):
+    """Another worker holds this thread; nothing was executed."""
+
+
+class StoreError(BashgraphError):
+    """The checkpoint database cannot be opened or used (corrupt, read-only, locked)."""
