@@ -1,0 +1,34 @@
+"""Watch a run as it happens: node updates plus live command events.
+
+`stream_mode=["updates", "custom"]` yields each node's update and the `command_start` /
+`command_end` events the tools node emits, so a UI can show every command while it runs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.testing import ScriptedChatModel, answer, run
+
+
+def main() -> None:
+    model = ScriptedChatModel([
+        run("ls /definitely-not-here"),
+        run("ls /"),
+        answer("The root directory is listed above."),
+    ])
+    with tempfile.TemporaryDirectory() as workdir:
+        agent = build_graph(model=model, config=AgentConfig(workdir=workdir))
+        inputs = {"messages": [("user", "What is in the root directory?")]}
+        for mode, chunk in agent.stream(inputs, stream_mode=["updates", "custom"]):
+            if mode == "custom" and chunk["event"] == "command_start":
+                print(f"running: {chunk['command']}")
+            elif mode == "custom":
+                print(f"  ended: {chunk['outcome']} in {chunk['duration_s']:.3f}s")
+            else:
+                print(f"node finished: {', '.join(chunk)}")
+
+
+if __name__ == "__main__":
+    main()

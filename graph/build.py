@@ -1,0 +1,69 @@
+"""build_graph: the compiled LangGraph state machine, and a module-level `graph` for Studio."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.execution import Executor, Journal
+from bashgraph.graph.nodes import LoopNodes
+from bashgraph.graph.recovery import RecoveryNodes
+from bashgraph.graph.routing import next_after_agent, next_after_route
+from bashgraph.graph.state import AgentState
+from bashgraph.tools.bash import make_bash_tool
+
+Agent = CompiledStateGraph[AgentState, None, AgentState, AgentState]
+
+
+def build_graph(
+    *,
+    model: BaseChatModel,
+    config: AgentConfig | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
+    journal: Journal | None = None,
+) -> Agent:
+    """Compile the agent. `journal` makes resumes exactly-once (see bashgraph.graph.persistence)."""
+    config = config or AgentConfig()
+    executor = Executor(config, journal)
+    loop = LoopNodes(model.bind_tools([make_bash_tool()]), config, executor)
+    recovery = RecoveryNodes(config, executor)
+    builder = StateGraph(AgentState)
+    builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))
+    builder.add_node("tools", RunnableLambda(loop.tools, afunc=loop.atools, name="tools"))
+    builder.add_node("route", loop.route)
+    builder.add_node("retry", RunnableLambda(recovery.retry, afunc=recovery.aretry, name="retry"))
+    builder.add_node("replan", recovery.replan)
+    builder.add_node("escalate", recovery.escalate, destinations=("retry", "agent", "__end__"))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", next_after_agent)
+    builder.add_edge("tools", "route")
+    builder.add_edge("retry", "route")
+    builder.add_conditional_edges("route", next_after_route)
+    builder.add_edge("replan", "agent")
+    return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
+
+
+def make_graph(config: RunnableConfig | None = None) -> Agent:
+    """Graph factory for `langgraph.json`: settings and model from the environment.
+
+    No checkpointer: `langgraph dev` and the LangGraph server bring their own.
+    """
+    from bashgraph.graph.models import make_chat_model  # deferred: picks and loads a model
+
+    settings = AgentConfig.from_env()
+    return build_graph(model=make_chat_model(settings), config=settings)
+
+
+def __getattr__(name: str) -> Agent:
+    # `graph` is built on first access, not at import: building reads the environment.
+    if name == "graph":
+        return make_graph()
+    raise AttributeError(name)

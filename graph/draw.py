@@ -1,0 +1,55 @@
+"""Drawing the graph offline: Mermaid text, ASCII art, or PNG through Graphviz's `dot`.
+
+LangGraph's own PNG path calls the mermaid.ink web service; this one never leaves the machine.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from typing import Any, Literal
+
+from langchain_core.runnables.graph import Graph
+
+from bashgraph.graph.errors import BashgraphError
+
+DrawFormat = Literal["mermaid", "ascii", "png", "dot"]
+DRAW_FORMATS: tuple[DrawFormat, ...] = ("mermaid", "ascii", "png", "dot")
+
+
+def draw(agent: Any, format: DrawFormat = "mermaid") -> str | bytes:
+    """The drawing of a compiled graph: text for mermaid/ascii/dot, PNG bytes for png."""
+    picture: Graph = agent.get_graph()
+    if format == "mermaid":
+        return picture.draw_mermaid()
+    if format == "ascii":
+        return picture.draw_ascii()
+    if format == "dot":
+        return to_dot(picture)
+    if format == "png":
+        return render_png(to_dot(picture))
+    raise BashgraphError(f"unknown drawing format {format!r}; choose one of {DRAW_FORMATS}")
+
+
+def to_dot(picture: Graph) -> str:
+    """Graphviz source: solid edges always taken, dashed ones chosen by a router."""
+    lines = ["digraph bashgraph {", "  rankdir=TB;", '  node [shape=box, style=rounded, fontname="Helvetica"];']
+    for node in picture.nodes.values():
+        shape = ", shape=oval" if node.id in ("__start__", "__end__") else ""
+        lines.append(f'  "{node.id}" [label="{node.name.strip("_")}"{shape}];')
+    for edge in picture.edges:
+        style = " [style=dashed]" if edge.conditional else ""
+        lines.append(f'  "{edge.source}" -> "{edge.target}"{style};')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_png(dot_source: str) -> bytes:
+    """Run Graphviz; a missing `dot` is a clear error naming the package to install."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise BashgraphError("drawing PNG needs Graphviz: `apt-get install graphviz` (or use --format mermaid)")
+    done = subprocess.run([dot, "-Tpng"], input=dot_source.encode(), capture_output=True, timeout=30, check=False)
+    if done.returncode != 0:
+        raise BashgraphError(f"graphviz failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout

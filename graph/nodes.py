@@ -1,0 +1,207 @@
+"""The main loop's nodes: `agent` (model call), `tools` (run a batch of calls), `route`.
+
+Each node has a sync and an async form sharing every line but the blocking call, so one compiled
+graph serves invoke, stream, ainvoke and astream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.types import StreamWriter
+
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.routing import decide_after_tools
+from bashgraph.graph.state import AgentState, last_ai_message, latest_results, tool_message_id
+from bashgraph.tools.bash import BASH_TOOL_NAME
+from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
+
+
+def pending_calls(message: AIMessage) -> list[ToolCall]:
+    """Every call the model made, including ones whose arguments were not valid JSON.
+
+    Providers reject a conversation where a tool call has no answer, so malformed calls are
+    answered too (with an args error) instead of being dropped.
+    """
+    calls = list(message.tool_calls)
+    for bad in message.invalid_tool_calls:
+        calls.append(ToolCall(
+            name=bad.get("name") or BASH_TOOL_NAME,
+            args={"__invalid__": bad.get("error") or "arguments are not valid JSON"},
+            id=bad.get("id") or "", type="tool_call",
+        ))
+    return calls
+
+
+#: Stream text kept in a ToolMessage's artifact. The rendered content already carries the
+#: capped output; the artifact is for routing and evidence, and it is stored in every
+#: checkpoint, so it stays small (the full output is in the journal and spill files).
+ARTIFACT_STREAM_CHARS = 2_000
+
+
+def to_tool_message(
+    call: ToolCall, result: CommandResult, max_chars: int, message_id: str
+) -> ToolMessage:
+    """The model-facing answer: capped text, error status, and the (slim) result as artifact."""
+    call_id = call.get("id") or ""
+    slim = replace(
+        result, stdout=clip(result.stdout, ARTIFACT_STREAM_CHARS),
+        stderr=clip(result.stderr, ARTIFACT_STREAM_CHARS),
+    )
+    return ToolMessage(
+        content=render_for_model(result, max_chars), tool_call_id=call_id, name=call["name"],
+        status=result.status, artifact=slim.to_dict(), id=tool_message_id(message_id, call_id),
+    )
+
+
+def thread_of(config: RunnableConfig) -> str | None:
+    thread = config.get("configurable", {}).get("thread_id")
+    return str(thread) if thread is not None else None
+
+
+class LoopNodes:
+    """`agent`, `tools` and `route`, bound to one model, config and executor."""
+
+    def __init__(self, model: Runnable[Any, Any], config: AgentConfig, executor: Executor) -> None:
+        self.model = model
+        self.config = config
+        self.executor = executor
+
+    # -- agent ------------------------------------------------------------------------------
+    def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        limit = self._step_limit(state)
+        return limit or self._after_reply(state, self.model.invoke(self._prompt(state), config))
+
+    async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        limit = self._step_limit(state)
+        if limit:
+            return limit
+        return self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+
+    def _prompt(self, state: AgentState) -> list[AnyMessage]:
+        return [SystemMessage(self.config.system_prompt), *state.get("messages", [])]
+
+    def _step_limit(self, state: AgentState) -> dict[str, Any] | None:
+        if state.get("steps", 0) < self.config.max_steps:
+            return None
+        return {"status": "failed", "reason": f"step limit reached ({self.config.max_steps})"}
+
+    def _after_reply(self, state: AgentState, reply: Any) -> dict[str, Any]:
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=str(getattr(reply, "content", reply)))
+        update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
+        if not pending_calls(reply):
+            update |= {"status": "done", "reason": None}
+        else:
+            update["status"] = "running"
+        return update
+
+    # -- tools ------------------------------------------------------------------------------
+    def tools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        calls, ctx = self._batch(state, config)
+        cwd, emit = state.get("cwd"), get_stream_writer()  # the writer is not visible in threads
+        if len(calls) == 1:
+            results = [self._run_one(calls[0], cwd, ctx, emit)]
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(calls), 16)) as pool:
+                results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit), calls))
+        return self._batch_update(calls, results, ctx, cwd)
+
+    async def atools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        calls, ctx = self._batch(state, config)
+        cwd = state.get("cwd")
+        emit = get_stream_writer()
+        results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit) for call in calls))
+        return self._batch_update(calls, list(results), ctx, cwd)
+
+    def _batch(self, state: AgentState, config: RunnableConfig) -> tuple[list[ToolCall], CallContext]:
+        message = last_ai_message(state.get("messages", []))
+        calls = pending_calls(message) if message is not None else []
+        return calls, CallContext(thread_of(config), message_id=(message.id or "") if message else "")
+
+    def _run_one(
+        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter
+    ) -> CommandResult:
+        emit(start_event(call, cwd))
+        result = self.executor.run(call, cwd, ctx) if _is_valid(call) else _invalid(call)
+        emit(end_event(call, result))
+        return result
+
+    async def _arun_one(
+        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter
+    ) -> CommandResult:
+        emit(start_event(call, cwd))
+        result = await self.executor.arun(call, cwd, ctx) if _is_valid(call) else _invalid(call)
+        emit(end_event(call, result))
+        return result
+
+    def _batch_update(
+        self, calls: Sequence[ToolCall], results: list[CommandResult], ctx: CallContext,
+        cwd: str | None,
+    ) -> dict[str, Any]:
+        return {
+            "messages": tool_messages(calls, results, self.config.max_output_chars, ctx),
+            "cwd": next_cwd(results, cwd),
+        }
+
+    # -- route ------------------------------------------------------------------------------
+    def route(self, state: AgentState) -> dict[str, Any]:
+        results = [result for _, result in latest_results(state.get("messages", []))]
+        decision = decide_after_tools(results, state, self.config)
+        return {
+            "next_hop": decision.hop, **asdict(decision.counters), "failures": decision.failures,
+            "status": decision.status, "reason": decision.reason,
+        }
+
+
+def tool_messages(
+    calls: Sequence[ToolCall], results: list[CommandResult], max_chars: int, ctx: CallContext
+) -> list[ToolMessage]:
+    """One answer per call, in the calls' order."""
+    return [
+        to_tool_message(call, result, max_chars, ctx.message_id)
+        for call, result in zip(calls, results, strict=True)
+    ]
+
+
+def next_cwd(results: list[CommandResult], cwd: str | None) -> str | None:
+    """Where the next command starts: the last directory a shell in this batch ended in."""
+    for result in reversed(results):
+        if result.final_cwd:
+            return result.final_cwd
+    return cwd
+
+
+def _is_valid(call: ToolCall) -> bool:
+    return "__invalid__" not in call["args"]
+
+
+def _invalid(call: ToolCall) -> CommandResult:
+    return args_error(f"the tool call's arguments are not valid JSON ({call['args']['__invalid__']})")
+
+
+def start_event(call: ToolCall, cwd: str | None) -> dict[str, Any]:
+    """Custom stream event: a command is about to run (shown live by the CLI)."""
+    return {
+        "event": "command_start", "call_id": call.get("id"),
+        "command": call["args"].get("command") if isinstance(call["args"], dict) else None,
+        "cwd": cwd,
+    }
+
+
+def end_event(call: ToolCall, result: CommandResult) -> dict[str, Any]:
+    """Custom stream event: how a command ended."""
+    return {
+        "event": "command_end", "call_id": call.get("id"), "command": result.command,
+        "outcome": result.outcome.value, "exit_code": result.exit_code,
+        "spawn_error": result.spawn_error.value if result.spawn_error else None,
+        "duration_s": round(result.duration_s, 3),
+    }

@@ -1,0 +1,171 @@
+"""The failure branches: `retry` (transient spawn errors), `replan`, `escalate`.
+
+An environment fault is never "solved" by looping: `retry` spends a budget, `escalate` asks a
+person (LangGraph `interrupt`), stops the run, or hands the fault to the model once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolCall
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.types import Command, interrupt
+
+from bashgraph.graph import prompts
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.nodes import end_event, next_cwd, start_event, thread_of, tool_messages
+from bashgraph.graph.state import AgentState, last_ai_message, latest_results
+from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
+
+ESCALATION_CHOICES = ("retry", "skip", "abort")
+
+
+def backoff_delay(attempt: int, config: AgentConfig, rng: random.Random | None = None) -> float:
+    """Exponential backoff with "equal jitter": half fixed, half random, capped."""
+    ceiling = min(config.retry_backoff_s * 2.0 ** max(attempt - 1, 0), config.retry_backoff_max_s)
+    jitter: float = (rng or random).uniform(0, ceiling / 2)
+    return ceiling / 2 + jitter
+
+
+def calls_to_rerun(state: AgentState) -> list[ToolCall]:
+    """The calls of the newest batch that ended in a spawn error a re-run may cure."""
+    failed = {
+        message.tool_call_id
+        for message, result in latest_results(state.get("messages", []))
+        if result.outcome is Outcome.SPAWN_ERROR and result.spawn_error is not SpawnErrorKind.DENIED
+    }
+    ai = last_ai_message(state.get("messages", []))
+    return [call for call in (ai.tool_calls if ai else []) if call.get("id") in failed]
+
+
+class RecoveryNodes:
+    """`retry`, `replan` and `escalate`, bound to one config and executor."""
+
+    def __init__(self, config: AgentConfig, executor: Executor) -> None:
+        self.config = config
+        self.executor = executor
+
+    # -- retry ------------------------------------------------------------------------------
+    def retry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        calls, ctx, delay = self._retry_plan(state, config)
+        emit = get_stream_writer()
+        time.sleep(delay)
+        results = []
+        for call in calls:
+            emit(start_event(call, state.get("cwd")))
+            results.append(self.executor.run(call, state.get("cwd"), ctx))
+            emit(end_event(call, results[-1]))
+        return self._retry_update(state, calls, results, ctx)
+
+    async def aretry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        calls, ctx, delay = self._retry_plan(state, config)
+        emit = get_stream_writer()
+        await asyncio.sleep(delay)
+        for call in calls:
+            emit(start_event(call, state.get("cwd")))
+        results = await asyncio.gather(*(self.executor.arun(c, state.get("cwd"), ctx) for c in calls))
+        for call, result in zip(calls, results, strict=True):
+            emit(end_event(call, result))
+        return self._retry_update(state, calls, list(results), ctx)
+
+    def _retry_plan(
+        self, state: AgentState, config: RunnableConfig
+    ) -> tuple[list[ToolCall], CallContext, float]:
+        # Each retry gets a new attempt number so the journal keeps every run apart.
+        serial = state.get("attempt_serial", 0) + 1
+        delay = backoff_delay(state.get("spawn_retries", 0) + 1, self.config)
+        ai = last_ai_message(state.get("messages", []))
+        ctx = CallContext(thread_of(config), message_id=(ai.id or "") if ai else "", attempt=serial)
+        return calls_to_rerun(state), ctx, delay
+
+    def _retry_update(
+        self, state: AgentState, calls: list[ToolCall], results: list[CommandResult],
+        ctx: CallContext,
+    ) -> dict[str, Any]:
+        return {
+            # Same message ids as the failed answers: add_messages replaces them in place.
+            "messages": tool_messages(calls, results, self.config.max_output_chars, ctx),
+            "spawn_retries": state.get("spawn_retries", 0) + 1,
+            "attempt_serial": state.get("attempt_serial", 0) + 1,
+            "cwd": next_cwd(results, state.get("cwd")),
+        }
+
+    # -- replan -----------------------------------------------------------------------------
+    def replan(self, state: AgentState) -> dict[str, Any]:
+        attempts = [
+            f"`{f['command']}` -> {f['outcome']} ({f['code']}): {f['evidence']}"
+            for f in state.get("failures", [])
+        ]
+        text = prompts.replan_message(attempts, state.get("reason") or "repeated failures")
+        return {
+            "messages": [HumanMessage(text)], "replans": state.get("replans", 0) + 1,
+            "exit_streak": 0, "reason": None,
+        }
+
+    # -- escalate ---------------------------------------------------------------------------
+    def escalate(self, state: AgentState) -> Command[str]:
+        faults = environment_faults(state)
+        summary = "; ".join(f"`{r.command}`: {r.spawn_error} ({r.detail})" for r in faults)
+        policy = self.config.on_environment_error
+        if policy == "stop":
+            return _finish("environment_fault", f"environment fault: {summary}")
+        if policy == "model":
+            return self._hand_to_model(state, summary)
+        answer = interrupt({
+            "kind": "environment_error", "summary": summary,
+            "faults": [fault_evidence(r) for r in faults],
+            "choices": list(ESCALATION_CHOICES),
+            "note": "answer retry, skip or abort; any other text is passed to the model as a hint",
+        })
+        return self._answer(answer, summary)
+
+    def _hand_to_model(self, state: AgentState, summary: str) -> Command[str]:
+        # Told once: the same fault again means the model is looping on it, so the run stops.
+        if state.get("environment_told") == summary:
+            return _finish("environment_fault", f"environment fault repeated: {summary}")
+        message = HumanMessage(prompts.environment_fault_message(summary))
+        return Command(goto="agent", update={"messages": [message], "environment_told": summary})
+
+    def _answer(self, answer: Any, summary: str) -> Command[str]:
+        action, hint = parse_answer(answer)
+        if action == "retry":
+            return Command(goto="retry", update={"spawn_retries": 0})
+        if action == "abort":
+            return _finish("aborted", f"aborted by a person after: {summary}")
+        text = prompts.skipped_message(summary) if action == "skip" else prompts.hint_message(hint)
+        return Command(goto="agent", update={"messages": [HumanMessage(text)], "spawn_retries": 0})
+
+
+def environment_faults(state: AgentState) -> list[CommandResult]:
+    return [
+        result for _, result in latest_results(state.get("messages", []))
+        if result.outcome is Outcome.SPAWN_ERROR and result.spawn_error is not SpawnErrorKind.DENIED
+    ]
+
+
+def fault_evidence(result: CommandResult) -> dict[str, Any]:
+    """What a person is shown for one fault (plain values: it goes into the checkpoint)."""
+    return {
+        "command": result.command, "kind": result.spawn_error.value if result.spawn_error else None,
+        "detail": result.detail, "errno": result.errno, "signal": result.signal,
+        "stdout_tail": result.stdout[-500:], "stderr_tail": result.stderr[-500:],
+    }
+
+
+def parse_answer(answer: Any) -> tuple[str, str]:
+    """Read a person's answer: "retry" / "skip" / "abort", {"action": ..., "hint": ...}, or a hint."""
+    if isinstance(answer, dict):
+        action = str(answer.get("action") or "hint").lower()
+        return (action if action in ESCALATION_CHOICES else "hint"), str(answer.get("hint") or "")
+    text = str(answer).strip()
+    return (text.lower(), "") if text.lower() in ESCALATION_CHOICES else ("hint", text)
+
+
+def _finish(status: str, reason: str) -> Command[str]:
+    return Command(goto="__end__", update={"status": status, "reason": reason})

@@ -1,0 +1,143 @@
+"""Pure routing: which node runs next, decided from structured results and counters only.
+
+Nothing here reads message text or does I/O, so every branch is a plain unit test and the
+`Literal` return types let LangGraph draw every edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.state import (
+    FINAL_STATUSES,
+    AgentState,
+    Failure,
+    Hop,
+    RunStatus,
+    last_ai_message,
+)
+from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
+
+END: Final = "__end__"
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The streak counters after a batch (each resets when its kind of failure is absent)."""
+
+    exit_streak: int = 0
+    args_errors: int = 0
+    spawn_retries: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What `route` writes into state: the next hop, the updated counters, and why."""
+
+    hop: Hop
+    counters: Counters
+    failures: list[Failure] = field(default_factory=list)
+    status: RunStatus = "running"
+    reason: str | None = None
+
+
+def failure_of(result: CommandResult) -> Failure:
+    """The short record of a failed call kept in state."""
+    if result.outcome is Outcome.EXIT_ERROR:
+        code = str(result.exit_code)
+    elif result.outcome is Outcome.ARGS_ERROR:
+        code = "args"
+    else:
+        code = result.spawn_error.value if result.spawn_error else "spawn"
+    return Failure(
+        command=result.command, outcome=result.outcome.value, code=code,
+        evidence=evidence_line(result),
+    )
+
+
+def evidence_line(result: CommandResult) -> str:
+    """The most telling line of a failure: the last stderr line, else detail, else stdout."""
+    for text in (result.stderr, result.detail or "", result.stdout):
+        lines = [line for line in text.strip().splitlines() if line.strip()]
+        if lines:
+            return lines[-1][:200]
+    return "(no output)"
+
+
+def is_repeat(failure: Failure, history: list[Failure]) -> bool:
+    """The same command already failed the same way (exit code or spawn kind)."""
+    return any(
+        old["command"] == failure["command"] and old["code"] == failure["code"] for old in history
+    )
+
+
+def decide_after_tools(
+    results: list[CommandResult], state: AgentState, config: AgentConfig
+) -> Decision:
+    """Route one batch of tool results. Worst outcome wins: environment > args > exit > ok."""
+    history = list(state.get("failures", []))
+    new = [failure_of(r) for r in results if not r.ok]
+    repeated = any(is_repeat(f, history) for f in new)
+    history = ([] if not new else history + new)[-config.failure_history :]
+    has = {r.outcome for r in results}
+    spawn = [r for r in results if r.outcome is Outcome.SPAWN_ERROR]
+    env_faults = [r for r in spawn if r.spawn_error is not SpawnErrorKind.DENIED]
+    counters = Counters(
+        exit_streak=state.get("exit_streak", 0) + 1 if Outcome.EXIT_ERROR in has else 0,
+        args_errors=state.get("args_errors", 0) + 1 if Outcome.ARGS_ERROR in has else 0,
+        spawn_retries=state.get("spawn_retries", 0) if env_faults else 0,
+    )
+    if env_faults:
+        return _decide_environment(env_faults, counters, history, config)
+    if counters.args_errors >= config.max_args_errors:
+        reason = f"{counters.args_errors} invalid tool calls in a row"
+        return Decision(END, counters, history, status="failed", reason=reason)
+    streak = counters.exit_streak >= config.replan_after
+    denied_again = repeated and any(f["code"] == SpawnErrorKind.DENIED.value for f in new)
+    if streak or (repeated and Outcome.EXIT_ERROR in has) or denied_again:
+        return _decide_replan(state, counters, history, config, streak)
+    return Decision("agent", counters, history)
+
+
+def _decide_environment(
+    faults: list[CommandResult], counters: Counters, history: list[Failure], config: AgentConfig
+) -> Decision:
+    all_transient = all(r.transient for r in faults)
+    if all_transient and counters.spawn_retries < config.max_spawn_retries:
+        return Decision("retry", counters, history)
+    return Decision("escalate", counters, history)
+
+
+def _decide_replan(
+    state: AgentState, counters: Counters, history: list[Failure], config: AgentConfig,
+    streak: bool,
+) -> Decision:
+    if state.get("replans", 0) >= config.max_replans:
+        reason = f"no progress after {config.max_replans} re-plans"
+        return Decision(END, counters, history, status="failed", reason=reason)
+    why = (
+        f"{counters.exit_streak} failed commands in a row" if streak
+        else "the same command failed the same way twice"
+    )
+    return Decision("replan", counters, history, reason=why)
+
+
+def next_after_agent(state: AgentState) -> Literal["tools", "__end__"]:
+    """After the model: run its tool calls, or stop (final answer or a final status)."""
+    if state.get("status", "running") in FINAL_STATUSES:
+        return END
+    message = last_ai_message(state.get("messages", []))
+    if message is None:
+        return END
+    # Malformed calls go to `tools` too: each one must be answered (with an args error).
+    return "tools" if message.tool_calls or message.invalid_tool_calls else END
+
+
+def next_after_route(state: AgentState) -> Literal["agent", "replan", "retry", "escalate", "__end__"]:
+    """After `route`: follow the hop it decided (kept in state so resumes take the same edge)."""
+    hop = state.get("next_hop")
+    if hop is None:
+        raise ValueError("route did not record a next hop; the state is inconsistent")
+    return hop

@@ -1,0 +1,91 @@
+"""AgentState: what the graph carries between nodes. Plain JSON-able values only.
+
+Tool results travel as ToolMessages whose `artifact` is `CommandResult.to_dict()`; routing reads
+those artifacts, never the message text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.channels.delta import DeltaChannel
+
+from bashgraph.graph.checkpoints import merge_message_batches
+from bashgraph.tools.results import CommandResult
+
+RunStatus = Literal["running", "done", "failed", "aborted", "environment_fault"]
+#: Statuses after which no node runs again on this thread (until a fork).
+FINAL_STATUSES: frozenset[str] = frozenset({"done", "failed", "aborted", "environment_fault"})
+
+Hop = Literal["agent", "replan", "retry", "escalate", "__end__"]
+
+
+class Failure(TypedDict):
+    """One failed tool call, kept briefly for re-plan messages and loop detection."""
+
+    command: str
+    outcome: str
+    code: str
+    """Exit code, or the spawn error kind, or "args": with `command`, what makes a repeat."""
+    evidence: str
+
+
+class AgentState(TypedDict, total=False):
+    """The graph's state. Counters reset when a batch of tool calls all succeed."""
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(merge_message_batches)]
+    """The conversation: task, model replies, tool results (capped text + artifact).
+    A DeltaChannel: each checkpoint stores only the messages its step wrote (linear size)."""
+    cwd: str | None
+    """Working directory of the next command (None: the configured workdir)."""
+    steps: int
+    """Model calls made so far in this thread."""
+    exit_streak: int
+    """Consecutive tool batches with an exit-code failure."""
+    args_errors: int
+    """Consecutive tool batches with invalid arguments."""
+    spawn_retries: int
+    """Automatic re-runs spent on the current transient spawn failure."""
+    replans: int
+    """Re-plan messages sent in this thread."""
+    failures: list[Failure]
+    """Recent failures, oldest first, at most `AgentConfig.failure_history`."""
+    attempt_serial: int
+    """Retries run so far in this thread; numbers each re-run apart in the command journal."""
+    environment_told: str | None
+    """The environment fault last handed to the model (on_environment_error="model")."""
+    next_hop: Hop
+    """Where `route` decided to go; read by the edge after `route`."""
+    status: RunStatus
+    """"running" until the run ends; then why it ended."""
+    reason: str | None
+    """One line on why the run ended or paused, for people and the CLI."""
+
+
+def last_ai_message(messages: list[AnyMessage]) -> AIMessage | None:
+    """The newest model reply, if any."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+def latest_results(messages: list[AnyMessage]) -> list[tuple[ToolMessage, CommandResult]]:
+    """Tool messages answering the newest model reply, with their parsed artifacts."""
+    found: list[tuple[ToolMessage, CommandResult]] = []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            break
+        if isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
+            found.append((message, CommandResult.from_dict(message.artifact)))
+    found.reverse()
+    return found
+
+
+def tool_message_id(message_id: str, tool_call_id: str) -> str:
+    """Stable id of a call's answer, so a re-run replaces the earlier answer in place.
+
+    It includes the model reply's id because some servers reuse tool-call ids across replies.
+    """
+    return f"result-{message_id}-{tool_call_id}"

@@ -1,0 +1,143 @@
+"""Pure routing decisions: every branch from structured results and counters alone."""
+
+from __future__ import annotations
+
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.routing import decide_after_tools, evidence_line, next_after_route
+from bashgraph.graph.state import AgentState
+from bashgraph.tools.results import (
+    CommandResult,
+    Outcome,
+    SpawnErrorKind,
+    args_error,
+    spawn_failure,
+)
+
+CONFIG = AgentConfig(replan_after=3, max_args_errors=2, max_spawn_retries=2, max_replans=1)
+
+
+def ok(command: str = "true") -> CommandResult:
+    return CommandResult(Outcome.OK, command, exit_code=0)
+
+
+def failed(command: str = "false", code: int = 1, stderr: str = "") -> CommandResult:
+    return CommandResult(Outcome.EXIT_ERROR, command, exit_code=code, stderr=stderr)
+
+
+def spawn(kind: SpawnErrorKind, command: str = "x") -> CommandResult:
+    return spawn_failure(kind, command, "detail")
+
+
+def test_success_resets_every_counter() -> None:
+    """An all-ok batch goes back to the model and clears streaks and history."""
+    state: AgentState = {"exit_streak": 2, "args_errors": 1, "spawn_retries": 1,
+                         "failures": [{"command": "a", "outcome": "exit_error", "code": "1", "evidence": ""}]}
+    decision = decide_after_tools([ok()], state, CONFIG)
+    assert decision.hop == "agent"
+    assert (decision.counters.exit_streak, decision.counters.args_errors) == (0, 0)
+    assert decision.counters.spawn_retries == 0
+    assert decision.failures == []
+
+
+def test_exit_error_is_an_observation_for_the_model() -> None:
+    """One exit-code failure goes to the model and starts a streak."""
+    decision = decide_after_tools([failed("grep x f")], {}, CONFIG)
+    assert decision.hop == "agent"
+    assert decision.counters.exit_streak == 1
+    assert decision.failures[0]["code"] == "1"
+
+
+def test_exit_streak_reaching_the_limit_replans() -> None:
+    """The third exit-code failure in a row asks for a new plan."""
+    decision = decide_after_tools([failed("c")], {"exit_streak": 2}, CONFIG)
+    assert decision.hop == "replan"
+    assert "3 failed commands in a row" in (decision.reason or "")
+
+
+def test_same_command_failing_the_same_way_twice_replans() -> None:
+    """A repeat is caught on the second try, before the streak limit."""
+    first = decide_after_tools([failed("ls /nope", 2)], {}, CONFIG)
+    second = decide_after_tools([failed("ls /nope", 2)], {"failures": first.failures, "exit_streak": 1}, CONFIG)
+    assert second.hop == "replan"
+    assert "same command" in (second.reason or "")
+
+
+def test_same_command_with_a_different_exit_code_is_not_a_repeat() -> None:
+    """Different evidence is progress, not a loop."""
+    first = decide_after_tools([failed("make", 2)], {}, CONFIG)
+    second = decide_after_tools([failed("make", 1)], {"failures": first.failures, "exit_streak": 1}, CONFIG)
+    assert second.hop == "agent"
+
+
+def test_replan_budget_spent_ends_the_run() -> None:
+    """After max_replans, another replan-worthy batch fails the run instead of looping."""
+    decision = decide_after_tools([failed("c")], {"exit_streak": 2, "replans": 1}, CONFIG)
+    assert (decision.hop, decision.status) == ("__end__", "failed")
+    assert "no progress" in (decision.reason or "")
+
+
+def test_args_error_goes_back_until_the_budget_is_spent() -> None:
+    """Invalid arguments are corrected by the model, up to max_args_errors in a row."""
+    first = decide_after_tools([args_error("'command' is required")], {}, CONFIG)
+    assert (first.hop, first.counters.args_errors) == ("agent", 1)
+    second = decide_after_tools([args_error("'command' is required")], {"args_errors": 1}, CONFIG)
+    assert (second.hop, second.status) == ("__end__", "failed")
+
+
+def test_transient_spawn_error_retries_while_budget_lasts() -> None:
+    """resource/signal faults are re-run automatically, then escalated."""
+    for kind in (SpawnErrorKind.RESOURCE, SpawnErrorKind.SIGNAL):
+        assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == "retry"
+        assert decide_after_tools([spawn(kind)], {"spawn_retries": 2}, CONFIG).hop == "escalate"
+
+
+def test_non_transient_spawn_errors_escalate_at_once() -> None:
+    """Timeouts, missing binaries, permissions and interruptions never auto-retry."""
+    for kind in (SpawnErrorKind.TIMEOUT, SpawnErrorKind.NOT_FOUND, SpawnErrorKind.PERMISSION_DENIED,
+                 SpawnErrorKind.INTERRUPTED, SpawnErrorKind.SANDBOX):
+        assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == "escalate", kind
+
+
+def test_denied_goes_to_the_model_not_to_escalate() -> None:
+    """A refused command never ran: the model must choose another way."""
+    decision = decide_after_tools([spawn(SpawnErrorKind.DENIED, "rm -rf /")], {}, CONFIG)
+    assert decision.hop == "agent"
+
+
+def test_worst_outcome_of_a_mixed_batch_wins() -> None:
+    """An environment fault anywhere in a parallel batch escalates; exit errors still count."""
+    batch = [ok(), failed("false"), spawn(SpawnErrorKind.TIMEOUT)]
+    decision = decide_after_tools(batch, {}, CONFIG)
+    assert decision.hop == "escalate"
+    assert decision.counters.exit_streak == 1
+    assert [f["outcome"] for f in decision.failures] == ["exit_error", "spawn_error"]
+
+
+def test_a_transient_fault_beside_a_fatal_one_escalates() -> None:
+    """Retrying cannot help when another call of the batch needs a person."""
+    batch = [spawn(SpawnErrorKind.RESOURCE), spawn(SpawnErrorKind.NOT_FOUND)]
+    assert decide_after_tools(batch, {}, CONFIG).hop == "escalate"
+
+
+def test_failure_history_is_bounded() -> None:
+    """Only the newest failure_history failures are kept in state."""
+    config = AgentConfig(failure_history=3, replan_after=100)
+    state: AgentState = {}
+    for i in range(6):
+        decision = decide_after_tools([failed(f"cmd{i}")], state, config)
+        state = {"failures": decision.failures, "exit_streak": decision.counters.exit_streak}
+    assert [f["command"] for f in state["failures"]] == ["cmd3", "cmd4", "cmd5"]
+
+
+def test_evidence_prefers_the_last_stderr_line() -> None:
+    """The re-plan listing shows the most telling line."""
+    assert evidence_line(failed(stderr="warning\nls: cannot access '/nope'\n")) == "ls: cannot access '/nope'"
+    assert evidence_line(spawn(SpawnErrorKind.TIMEOUT)) == "detail"
+
+
+def test_route_edge_refuses_a_missing_hop() -> None:
+    """An inconsistent state is an error, not a silent default."""
+    import pytest
+
+    with pytest.raises(ValueError, match="next hop"):
+        next_after_route({})
