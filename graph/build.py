@@ -11,6 +11,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
+from bashgraph.graph.approval import ApprovalNode, make_policy
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor, Journal
 from bashgraph.graph.nodes import LoopNodes
@@ -30,13 +31,14 @@ def build_graph(
     store: BaseStore | None = None,
     journal: Journal | None = None,
 ) -> Agent:
-    """Compile the agent. `journal` makes resumes exactly-once (see bashgraph.graph.persistence)."""
+    """Compile the agent. `journal` makes resumes exactly-once (see graph/journal.py and graph/session.py)."""
     config = config or AgentConfig()
     executor = Executor(config, journal)
     loop = LoopNodes(model.bind_tools([make_bash_tool()]), config, executor)
     recovery = RecoveryNodes(config, executor)
     builder = StateGraph(AgentState)
     builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))
+    builder.add_node("approve", ApprovalNode(config, make_policy(config)))
     builder.add_node("tools", RunnableLambda(loop.tools, afunc=loop.atools, name="tools"))
     builder.add_node("route", loop.route)
     builder.add_node("retry", RunnableLambda(recovery.retry, afunc=recovery.aretry, name="retry"))
@@ -44,6 +46,7 @@ def build_graph(
     builder.add_node("escalate", recovery.escalate, destinations=("retry", "agent", "__end__"))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", next_after_agent)
+    builder.add_edge("approve", "tools")
     builder.add_edge("tools", "route")
     builder.add_edge("retry", "route")
     builder.add_conditional_edges("route", next_after_route)

@@ -15,6 +15,7 @@ from langchain_core.messages import ToolCall
 from bashgraph.graph.config import AgentConfig
 from bashgraph.tools.bash import BASH_TOOL_NAME, validate_bash_args
 from bashgraph.tools.process import arun_command, run_command
+from bashgraph.tools.redact import Redactor
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
 
 
@@ -28,7 +29,7 @@ class JournalEntry:
 
 
 class Journal(Protocol):
-    """Durable record of commands, so a resume never runs one twice (see graph/persistence)."""
+    """Durable record of commands, so a resume never runs one twice (see graph/journal.py)."""
 
     def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None: ...
 
@@ -67,6 +68,8 @@ class Executor:
         self.config = config
         self.journal = journal
         self.workdir = os.path.abspath(config.workdir)
+        # Secrets are those of this process's environment: what a command could print.
+        self.redactor = Redactor.from_environ(os.environ) if config.redact else None
 
     def run(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult:
         plan = self._begin(call, cwd, ctx)
@@ -125,6 +128,9 @@ class Executor:
         }
 
     def _finish(self, plan: _Plan, result: CommandResult) -> CommandResult:
+        # Redacted before the journal, the checkpoint or the model ever holds the text.
+        if self.redactor is not None:
+            result = self.redactor.redact_result(result)
         if self.journal is not None and plan.ctx.thread_id is not None:
             self.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
