@@ -16,6 +16,7 @@ from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
 
 EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
+ApprovalMode = Literal["never", "rules", "always"]
 ENV_PREFIX = "BASHGRAPH_"
 
 
@@ -89,8 +90,23 @@ class AgentConfig:
     model_max_retries: int = 2
     """Retries of a model request on 429, 5xx and connection errors (with backoff)."""
 
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    """Settings of optional parts (approval rules, sandbox) that read their own keys."""
+    approval: ApprovalMode = "rules"
+    """When to ask a person before a command: never, when a rule says ask, or always."""
+
+    rules: tuple[str, ...] = field(default=(), metadata={"separator": ";"})
+    """Extra rules `ACTION:PATTERN` (allow/ask/deny), checked before the file's and defaults."""
+
+    policy_file: str | None = None
+    """TOML or JSON file of approval rules (see docs/safety.md)."""
+
+    sandbox: bool = False
+    """Run every command inside bubblewrap: read-only root, writable workdir, no network."""
+
+    allow_network: bool = False
+    """With `sandbox`: keep the network (it is cut by default)."""
+
+    redact: bool = True
+    """Replace secret values and well-known key shapes in command output before anyone sees it."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
@@ -99,14 +115,16 @@ class AgentConfig:
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             raw = environ.get(ENV_PREFIX + f.name.upper())
-            if raw is not None and f.name != "extra":
-                values[f.name] = _parse(f.name, f.type, raw)
+            if raw is not None:
+                values[f.name] = _parse(f.name, f.type, raw, f.metadata.get("separator", ","))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
     def __post_init__(self) -> None:
         _check_positive(self, "timeout_s", "max_timeout_s", "max_output_chars", "max_steps",
                         "replan_after", "max_args_errors", "request_timeout_s")
+        if self.approval not in get_args(ApprovalMode):
+            raise ConfigError(f"approval must be one of {get_args(ApprovalMode)}, got {self.approval!r}")
         if self.on_environment_error not in get_args(EnvironmentErrorPolicy):
             raise ConfigError(
                 f"on_environment_error must be one of {get_args(EnvironmentErrorPolicy)}, "
@@ -122,16 +140,27 @@ def _check_positive(config: AgentConfig, *names: str) -> None:
             raise ConfigError(f"{name} must be positive, got {getattr(config, name)!r}")
 
 
-def _parse(name: str, annotation: object, raw: str) -> Any:
+def _parse(name: str, annotation: object, raw: str, separator: str) -> Any:
     """Turn an environment string into the field's type (annotations are strings here)."""
     kind = str(annotation)
     try:
+        if kind.startswith("bool"):
+            return _boolean(raw)
         if kind.startswith("int"):
             return int(raw)
         if kind.startswith("float"):
             return float(raw)
         if kind.startswith("tuple"):
-            return tuple(part for part in raw.replace(",", " ").split() if part)
+            return tuple(part.strip() for part in raw.split(separator) if part.strip())
     except ValueError:
         raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}") from None
     return raw
+
+
+def _boolean(raw: str) -> bool:
+    text = raw.strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)

@@ -108,8 +108,8 @@ class LoopNodes:
     def tools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
         cwd, emit = state.get("cwd"), get_stream_writer()  # the writer is not visible in threads
-        if len(calls) == 1:
-            results = [self._run_one(calls[0], cwd, ctx, emit)]
+        if len(calls) <= 1:
+            results = [self._run_one(call, cwd, ctx, emit) for call in calls]
         else:
             with ThreadPoolExecutor(max_workers=min(len(calls), 16)) as pool:
                 results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit), calls))
@@ -123,8 +123,11 @@ class LoopNodes:
         return self._batch_update(calls, list(results), ctx, cwd)
 
     def _batch(self, state: AgentState, config: RunnableConfig) -> tuple[list[ToolCall], CallContext]:
-        message = last_ai_message(state.get("messages", []))
-        calls = pending_calls(message) if message is not None else []
+        messages = state.get("messages", [])
+        message = last_ai_message(messages)
+        # Calls `approve` already answered (denied or rejected) never run.
+        answered = {tool.tool_call_id for tool, _ in latest_results(messages)}
+        calls = [c for c in pending_calls(message) if c.get("id") not in answered] if message else []
         return calls, CallContext(thread_of(config), message_id=(message.id or "") if message else "")
 
     def _run_one(

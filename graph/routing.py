@@ -124,15 +124,15 @@ def _decide_replan(
     return Decision("replan", counters, history, reason=why)
 
 
-def next_after_agent(state: AgentState) -> Literal["tools", "__end__"]:
-    """After the model: run its tool calls, or stop (final answer or a final status)."""
+def next_after_agent(state: AgentState) -> Literal["approve", "__end__"]:
+    """After the model: check its tool calls against the rules, or stop (answer or final status)."""
     if state.get("status", "running") in FINAL_STATUSES:
         return END
     message = last_ai_message(state.get("messages", []))
     if message is None:
         return END
-    # Malformed calls go to `tools` too: each one must be answered (with an args error).
-    return "tools" if message.tool_calls or message.invalid_tool_calls else END
+    # Malformed calls go on too: each one must be answered (with an args error).
+    return "approve" if message.tool_calls or message.invalid_tool_calls else END
 
 
 def next_after_route(state: AgentState) -> Literal["agent", "replan", "retry", "escalate", "__end__"]:

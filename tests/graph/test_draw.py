@@ -11,7 +11,7 @@ from bashgraph.graph.testing import ScriptedChatModel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 ROUTED_EDGES = [
-    ("agent", "tools"), ("agent", "__end__"), ("route", "agent"), ("route", "replan"),
+    ("agent", "approve"), ("agent", "__end__"), ("route", "agent"), ("route", "replan"),
     ("route", "retry"), ("route", "escalate"), ("route", "__end__"), ("escalate", "retry"),
     ("escalate", "agent"), ("escalate", "__end__"),
 ]
@@ -33,6 +33,7 @@ def test_every_routed_branch_is_a_dashed_edge(agent: object) -> None:
     for source, target in ROUTED_EDGES:
         assert f"{source} -.-> {target};" in mermaid
         assert f'"{source}" -> "{target}" [style=dashed];' in dot
+    assert '"approve" -> "tools";' in dot
     assert '"tools" -> "route";' in dot
     assert '"retry" -> "route";' in dot
 
@@ -40,7 +41,7 @@ def test_every_routed_branch_is_a_dashed_edge(agent: object) -> None:
 def test_ascii_names_every_node(agent: object) -> None:
     """The ASCII drawing works offline and shows all public node names."""
     text = str(draw(agent, "ascii"))
-    for node in ("agent", "tools", "route", "retry", "replan", "escalate"):
+    for node in ("agent", "approve", "tools", "route", "retry", "replan", "escalate"):
         assert node in text
 
 

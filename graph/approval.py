@@ -1,0 +1,150 @@
+"""The `approve` node: approval rules before any command runs.
+
+Each call of a model reply is checked by the policy (deny → ask → allow). Denied calls are
+answered at once with `spawn_error/denied` (they never ran). Calls that need a person are put
+to one LangGraph `interrupt()` for the whole batch; the answer approves, rejects (with a
+message for the model) or edits (a changed command runs instead). `tools` then runs only the
+calls that have no answer yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langgraph.types import interrupt
+
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.nodes import pending_calls, to_tool_message
+from bashgraph.graph.state import AgentState, last_ai_message
+from bashgraph.tools.policy import Decision, Policy, load_policy
+from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
+
+APPROVAL_CHOICES = ("approve", "reject", "edit")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A person's (or a rule's) answer for one call."""
+
+    action: str  # "approve" | "reject" | "edit"
+    message: str = ""
+    command: str = ""
+
+
+def make_policy(config: AgentConfig) -> Policy:
+    """The policy of an agent: CLI-style rules, an optional file, the defaults, the mode."""
+    return load_policy(config.policy_file, workdir=config.workdir, extra=config.rules, mode=config.approval)
+
+
+class ApprovalNode:
+    """Decides, asks and answers; holds no state between runs (the answers live in state)."""
+
+    def __init__(self, config: AgentConfig, policy: Policy) -> None:
+        self.config = config
+        self.policy = policy
+
+    def __call__(self, state: AgentState) -> dict[str, Any]:
+        message = last_ai_message(state.get("messages", []))
+        if message is None:
+            return {}
+        decided = [(call, self._decide(call, state.get("cwd"))) for call in pending_calls(message)]
+        asked = [(call, d) for call, d in decided if d is not None and d.action == "ask"]
+        verdicts = self._ask(asked) if asked else {}
+        return self._update(message, decided, verdicts)
+
+    def _decide(self, call: ToolCall, cwd: str | None) -> Decision | None:
+        command = call["args"].get("command") if isinstance(call["args"], dict) else None
+        if not isinstance(command, str) or not command.strip():
+            return None  # invalid arguments: `tools` answers them with an args error
+        return self.policy.decide(command, cwd)
+
+    def _ask(self, asked: list[tuple[ToolCall, Decision]]) -> dict[str, Verdict]:
+        question: dict[str, Any] = {
+            "kind": "approval",
+            "requests": [approval_request(call, decision) for call, decision in asked],
+            "choices": list(APPROVAL_CHOICES),
+            "note": "answer approve, reject, {'action': 'reject', 'message': ...} or "
+                    "{'action': 'edit', 'command': ...}; or a dict of such answers by call_id",
+        }
+        while True:
+            # An unreadable answer asks again (a new interrupt), instead of failing the run.
+            try:
+                return read_verdicts(interrupt(question), [call.get("id") or "" for call, _ in asked])
+            except ValueError as problem:
+                question = {**question, "error": str(problem)}
+
+    def _update(
+        self, message: AIMessage, decided: list[tuple[ToolCall, Decision | None]],
+        verdicts: dict[str, Verdict],
+    ) -> dict[str, Any]:
+        answers: list[ToolMessage] = []
+        edited = False
+        calls: list[ToolCall] = []
+        for call, decision in decided:
+            verdict = verdicts.get(call.get("id") or "")
+            refusal = refusal_of(call, decision, verdict)
+            if refusal is not None:
+                answers.append(to_tool_message(call, refusal, self.config.max_output_chars, message.id or ""))
+            if verdict is not None and verdict.action == "edit":
+                edited = True
+                calls.append(ToolCall(name=call["name"], args={**call["args"], "command": verdict.command},
+                                      id=call.get("id"), type="tool_call"))
+            else:
+                calls.append(call)
+        update: list[Any] = answers
+        if edited:
+            # Same id: add_messages replaces the reply, so the model sees the command that ran.
+            update = [message.model_copy(update={"tool_calls": calls}), *answers]
+        return {"messages": update} if update else {}
+
+
+def approval_request(call: ToolCall, decision: Decision) -> dict[str, Any]:
+    """What a person sees for one call (plain values: it goes into the checkpoint)."""
+    return {
+        "call_id": call.get("id"), "command": call["args"].get("command"),
+        "rule": decision.rule.pattern if decision.rule else None, "reason": decision.reason,
+        "part": decision.part,
+    }
+
+
+def refusal_of(call: ToolCall, decision: Decision | None, verdict: Verdict | None) -> CommandResult | None:
+    """The `denied` result of a call a rule or a person refused, else None (it may run)."""
+    command = str(call["args"].get("command", ""))
+    if decision is not None and decision.action == "deny":
+        rule = decision.rule.pattern if decision.rule else "policy"
+        return spawn_failure(SpawnErrorKind.DENIED, command, f"denied by rule {rule!r}: {decision.reason}")
+    if verdict is not None and verdict.action == "reject":
+        why = f": {verdict.message}" if verdict.message else ""
+        return spawn_failure(SpawnErrorKind.DENIED, command, f"rejected by a person{why}")
+    return None
+
+
+def read_verdicts(answer: Any, call_ids: list[str]) -> dict[str, Verdict]:
+    """Read an answer for the asked calls: one answer for all, or a dict keyed by call id."""
+    if isinstance(answer, dict) and answer and set(answer) <= set(call_ids):
+        return {call_id: read_verdict(answer.get(call_id, "reject")) for call_id in call_ids}
+    verdict = read_verdict(answer)
+    if verdict.action == "edit" and len(call_ids) > 1:
+        raise ValueError("an edit answers one call: give a dict of answers keyed by call_id")
+    return dict.fromkeys(call_ids, verdict)
+
+
+def read_verdict(answer: Any) -> Verdict:
+    """"approve" / True / "yes", "reject" / False / "no", or a dict with action and details."""
+    if isinstance(answer, bool):
+        return Verdict("approve" if answer else "reject")
+    if isinstance(answer, dict):
+        action = str(answer.get("action", "")).lower()
+        if action == "edit" and str(answer.get("command", "")).strip():
+            return Verdict("edit", command=str(answer["command"]))
+        if action in ("approve", "reject"):
+            return Verdict(action, message=str(answer.get("message") or ""))
+        raise ValueError(f"unreadable approval answer {answer!r}: action must be one of {APPROVAL_CHOICES}")
+    text = str(answer).strip().lower()
+    if text in ("approve", "approved", "yes", "y"):
+        return Verdict("approve")
+    if text in ("reject", "rejected", "no", "n"):
+        return Verdict("reject")
+    raise ValueError(f"unreadable approval answer {answer!r}: answer approve, reject or edit")

@@ -1,0 +1,153 @@
+"""The approve node: rules before any command runs, a real interrupt, and each answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.approval import read_verdict, read_verdicts
+from bashgraph.graph.testing import ScriptedChatModel, answer, call, run
+from bashgraph.tools import CommandResult
+
+
+def start(steps: list[Any], tmp_path: Path, thread: str = "a", **settings: Any) -> tuple[Any, ScriptedChatModel, dict[str, Any]]:
+    model = ScriptedChatModel(steps)
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), **settings),
+                        checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": thread}}
+    agent.invoke({"messages": [HumanMessage("task")]}, config)
+    return agent, model, config
+
+
+def tool_results(state: dict[str, Any]) -> list[CommandResult]:
+    return [CommandResult.from_dict(m.artifact) for m in state["messages"] if isinstance(m, ToolMessage)]
+
+
+def test_a_rule_that_asks_pauses_before_the_command_runs(tmp_path: Path) -> None:
+    """`sudo` matches a default ask rule: interrupt with command, rule and reason; nothing ran."""
+    marker = tmp_path / "ran"
+    agent, _, config = start([run(f"sudo touch {marker}")], tmp_path)
+    [pending] = agent.get_state(config).interrupts
+    request = pending.value["requests"][0]
+    assert pending.value["kind"] == "approval"
+    assert request["command"] == f"sudo touch {marker}"
+    assert request["rule"]
+    assert request["reason"]
+    assert not marker.exists()
+    assert agent.get_state(config).next == ("approve",)
+
+
+def test_approve_runs_the_command(tmp_path: Path) -> None:
+    """Answering approve lets the asked command run and the run continue."""
+    agent, model, config = start([run("rm -rf /tmp/bashgraph-approval-test-nothing"), answer("done")],
+                                 tmp_path, approval="always")
+    state = agent.invoke(Command(resume="approve"), config)
+    model.assert_done()
+    assert [r.outcome for r in tool_results(state)] == ["ok"]
+    assert state["status"] == "done"
+
+
+def test_reject_answers_denied_with_the_message_and_goes_to_the_model(tmp_path: Path) -> None:
+    """A rejected command never runs: spawn_error/denied carrying the person's message -> agent."""
+    marker = tmp_path / "ran"
+    agent, model, config = start([run(f"touch {marker}"), answer("ok, not doing it")], tmp_path,
+                                 approval="always")
+    state = agent.invoke(Command(resume={"action": "reject", "message": "not on Fridays"}), config)
+    model.assert_done()
+    [result] = tool_results(state)
+    assert (result.outcome, result.spawn_error) == ("spawn_error", "denied")
+    assert result.detail == "rejected by a person: not on Fridays"
+    assert not marker.exists()
+    seen = next(m for m in model.received[-1] if isinstance(m, ToolMessage))
+    assert seen.content == "[spawn error: denied — rejected by a person: not on Fridays]"
+    assert state["status"] == "done"
+
+
+def test_edit_runs_the_changed_command_and_the_model_sees_it(tmp_path: Path) -> None:
+    """An edit replaces the call's command in the model's reply, and the edited one runs."""
+    agent, model, config = start([run("echo original"), answer("ok")], tmp_path, approval="always")
+    state = agent.invoke(Command(resume={"action": "edit", "command": "echo edited"}), config)
+    model.assert_done()
+    [result] = tool_results(state)
+    assert result.stdout == "edited\n"
+    reply = next(m for m in state["messages"] if isinstance(m, AIMessage) and m.tool_calls)
+    assert reply.tool_calls[0]["args"]["command"] == "echo edited"
+    assert len([m for m in state["messages"] if isinstance(m, AIMessage)]) == 2  # replaced, not added
+
+
+def test_an_unreadable_answer_asks_again_instead_of_failing(tmp_path: Path) -> None:
+    """A typo in the answer re-asks with the problem named; a good answer then proceeds."""
+    agent, model, config = start([run("echo hi"), answer("ok")], tmp_path, approval="always")
+    agent.invoke(Command(resume="maybe"), config)
+    [pending] = agent.get_state(config).interrupts
+    assert "unreadable approval answer" in pending.value["error"]
+    state = agent.invoke(Command(resume="yes"), config)
+    model.assert_done()
+    assert tool_results(state)[0].stdout == "hi\n"
+
+
+def test_a_deny_rule_answers_without_asking_and_routes_to_the_model(tmp_path: Path) -> None:
+    """deny -> spawn_error/denied, no interrupt, back to the model (not escalate)."""
+    marker = tmp_path / "ran"
+    steps = [run(f"touch {marker}"), answer("understood")]
+    model = ScriptedChatModel(steps)
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("deny:touch *",)))
+    state = agent.invoke({"messages": [HumanMessage("task")]})
+    model.assert_done()
+    [result] = tool_results(state)
+    assert result.spawn_error == "denied"
+    assert "denied by rule 'touch *'" in (result.detail or "")
+    assert not marker.exists()
+    assert state["status"] == "done"
+
+
+def test_a_batch_runs_allowed_calls_and_refuses_denied_ones(tmp_path: Path) -> None:
+    """Per-call decisions in one reply: the allowed call runs, the denied one is answered."""
+    model = ScriptedChatModel([run("echo fine", "touch nope"), answer("ok")])
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("deny:touch *",)))
+    state = agent.invoke({"messages": [HumanMessage("task")]})
+    results = tool_results(state)
+    assert sorted((r.command, r.outcome) for r in results) == [("echo fine", "ok"), ("touch nope", "spawn_error")]
+
+
+def test_repeating_a_denied_command_replans(tmp_path: Path) -> None:
+    """The model must choose another way: the same denied command twice asks for a new plan."""
+    steps = [run("touch x"), run("touch x"), answer("giving up")]
+    model = ScriptedChatModel(steps)
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("deny:touch *",)))
+    state = agent.invoke({"messages": [HumanMessage("task")]})
+    model.assert_done()
+    assert state["replans"] == 1
+
+
+def test_approval_never_still_denies(tmp_path: Path) -> None:
+    """Mode never skips questions but deny rules still hold."""
+    model = ScriptedChatModel([run("sudo true"), AIMessage(content="", tool_calls=[call("touch y")]), answer("ok")])
+    config = AgentConfig(workdir=str(tmp_path), approval="never", rules=("deny:touch *",))
+    state = build_graph(model=model, config=config).invoke({"messages": [HumanMessage("task")]})
+    outcomes = [(r.command, r.spawn_error) for r in tool_results(state)]
+    assert outcomes[1] == ("touch y", "denied")
+    assert outcomes[0][1] != "denied"
+
+
+@pytest.mark.parametrize(("answer_value", "action"), [
+    ("approve", "approve"), (True, "approve"), ("no", "reject"), (False, "reject"),
+    ({"action": "reject", "message": "m"}, "reject"), ({"action": "edit", "command": "ls"}, "edit"),
+])
+def test_answers_are_read_in_their_documented_forms(answer_value: Any, action: str) -> None:
+    """Strings, booleans and dicts all map to a verdict."""
+    assert read_verdict(answer_value).action == action
+
+
+def test_an_edit_for_several_calls_must_name_the_call() -> None:
+    """One edit cannot apply to a batch; a dict by call id can."""
+    with pytest.raises(ValueError, match="keyed by call_id"):
+        read_verdicts({"action": "edit", "command": "ls"}, ["a", "b"])
+    verdicts = read_verdicts({"a": "approve", "b": {"action": "edit", "command": "ls"}}, ["a", "b"])
+    assert (verdicts["a"].action, verdicts["b"].command) == ("approve", "ls")
