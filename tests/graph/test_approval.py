@@ -16,7 +16,9 @@ from bashgraph.graph.testing import ScriptedChatModel, answer, call, run
 from bashgraph.tools import CommandResult
 
 
-def start(steps: list[Any], tmp_path: Path, thread: str = "a", **settings: Any) -> tuple[Any, ScriptedChatModel, dict[str, Any]]:
+def start(
+    steps: list[Any], tmp_path: Path, thread: str = "a", **settings: Any
+) -> tuple[Any, ScriptedChatModel, dict[str, Any]]:
     model = ScriptedChatModel(steps)
     agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), **settings),
                         checkpointer=InMemorySaver())
