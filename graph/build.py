@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -38,14 +39,17 @@ def build_graph(
     recovery = RecoveryNodes(config, executor)
     builder = StateGraph(AgentState)
     builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))
-    builder.add_node("approve", ApprovalNode(config, make_policy(config)))
+    policy = make_policy(config)
+    builder.add_node("approve", ApprovalNode(config, policy))
     builder.add_node("tools", RunnableLambda(loop.tools, afunc=loop.atools, name="tools"))
     builder.add_node("route", loop.route)
     builder.add_node("retry", RunnableLambda(recovery.retry, afunc=recovery.aretry, name="retry"))
     builder.add_node("replan", recovery.replan)
     builder.add_node("escalate", recovery.escalate, destinations=("retry", "agent", "__end__"))
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", next_after_agent)
+    builder.add_conditional_edges(
+        "agent", functools.partial(next_after_agent, policy=policy), ["approve", "tools", "__end__"]
+    )
     builder.add_edge("approve", "tools")
     builder.add_edge("tools", "route")
     builder.add_edge("retry", "route")

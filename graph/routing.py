@@ -18,6 +18,7 @@ from bashgraph.graph.state import (
     RunStatus,
     last_ai_message,
 )
+from bashgraph.tools.policy import Policy
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
 
 END: Final = "__end__"
@@ -124,15 +125,22 @@ def _decide_replan(
     return Decision("replan", counters, history, reason=why)
 
 
-def next_after_agent(state: AgentState) -> Literal["approve", "__end__"]:
-    """After the model: check its tool calls against the rules, or stop (answer or final status)."""
+def next_after_agent(state: AgentState, policy: Policy | None = None) -> Literal["approve", "tools", "__end__"]:
+    """After the model: stop (answer or final status), or run its calls — through `approve`
+    unless the policy allows every one of them (a superstep and a checkpoint saved per step)."""
     if state.get("status", "running") in FINAL_STATUSES:
         return END
     message = last_ai_message(state.get("messages", []))
-    if message is None:
+    if message is None or not (message.tool_calls or message.invalid_tool_calls):
         return END
     # Malformed calls go on too: each one must be answered (with an args error).
-    return "approve" if message.tool_calls or message.invalid_tool_calls else END
+    if policy is None or message.invalid_tool_calls:
+        return "approve"
+    cwd = state.get("cwd")
+    commands = [call["args"].get("command") for call in message.tool_calls]
+    if all(isinstance(c, str) and policy.decide(c, cwd).action == "allow" for c in commands):
+        return "tools"
+    return "approve"
 
 
 def next_after_route(state: AgentState) -> Literal["agent", "replan", "retry", "escalate", "__end__"]:

@@ -27,7 +27,7 @@ INTERRUPT_CHANNEL = "__interrupt__"
 _WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
     ("agent",): "replan",  # replan -> agent is unconditional
     ("approve",): "agent",  # next_after_agent: the last reply has tool calls
-    ("tools",): "approve",
+    ("tools",): "approve",  # approve -> tools is unconditional (whether or not it was skipped)
     ("route",): "tools",
     ("retry",): "route",  # next_after_route follows the `next_hop` copied with the values
     ("replan",): "route",

@@ -11,7 +11,7 @@ from bashgraph.graph.testing import ScriptedChatModel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 ROUTED_EDGES = [
-    ("agent", "approve"), ("agent", "__end__"), ("route", "agent"), ("route", "replan"),
+    ("agent", "approve"), ("agent", "tools"), ("agent", "__end__"), ("route", "agent"), ("route", "replan"),
     ("route", "retry"), ("route", "escalate"), ("route", "__end__"), ("escalate", "retry"),
     ("escalate", "agent"), ("escalate", "__end__"),
 ]

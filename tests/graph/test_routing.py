@@ -141,3 +141,23 @@ def test_route_edge_refuses_a_missing_hop() -> None:
 
     with pytest.raises(ValueError, match="next hop"):
         next_after_route({})
+
+
+def test_agent_edge_skips_approve_only_when_every_call_is_allowed() -> None:
+    """No rule matched -> straight to tools; any ask or deny -> approve; no calls -> end."""
+    from langchain_core.messages import AIMessage
+
+    from bashgraph.graph.routing import next_after_agent
+    from bashgraph.graph.testing import answer, run
+    from bashgraph.tools.policy import Policy, Rule
+
+    policy = Policy([Rule("sudo *", "ask"), Rule("rm *", "deny")])
+
+    def hop(message: AIMessage) -> str:
+        return next_after_agent({"messages": [message]}, policy)
+
+    assert hop(run("ls", "echo hi")) == "tools"
+    assert hop(run("ls", "sudo reboot")) == "approve"
+    assert hop(run("rm x")) == "approve"
+    assert hop(answer("done")) == "__end__"
+    assert next_after_agent({"messages": [run("ls")]}) == "approve"  # no policy given: always check

@@ -79,15 +79,15 @@ def test_a_paused_thread_resumes_in_a_new_session_with_the_answer(
 def test_history_lists_each_checkpoint_with_its_node_and_outcomes(
     db_url: str, thread_prefix: str, tmp_path: Path
 ) -> None:
-    """Oldest to newest: input, __start__, agent, approve, tools (with outcomes), route, agent."""
+    """Oldest to newest: input, __start__, agent, tools (with outcomes), route, agent."""
     thread = f"{thread_prefix}-h"
     with session_for(db_url, [run("echo one", "exit 3"), answer("ok")], tmp_path) as session:
         drain(session, task("t"), thread)
         rows = list(reversed(session.history(thread)))
-    assert [row.node for row in rows] == ["input", "__start__", "agent", "approve", "tools", "route", "agent"]
-    assert [row.step for row in rows] == [-1, 0, 1, 2, 3, 4, 5]
-    assert rows[4].outcomes == "ok `echo one`; exit_error(3) `exit 3`"
-    assert [row.next for row in rows][2:] == [("approve",), ("tools",), ("route",), ("agent",), ()]
+    assert [row.node for row in rows] == ["input", "__start__", "agent", "tools", "route", "agent"]
+    assert [row.step for row in rows] == [-1, 0, 1, 2, 3, 4]
+    assert rows[3].outcomes == "ok `echo one`; exit_error(3) `exit 3`"
+    assert [row.next for row in rows][2:] == [("tools",), ("route",), ("agent",), ()]
     assert all(row.created_at for row in rows)
 
 
