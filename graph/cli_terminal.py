@@ -1,0 +1,209 @@
+"""Progress on a terminal (rich): a spinner per running command with the tail of its output,
+outcome badges, the model's words as they stream, and the question when a person must answer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.control import strip_control_codes
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.prompt import Prompt
+from rich.spinner import Spinner
+from rich.text import Text
+
+from bashgraph.graph import cli_questions as questions
+from bashgraph.graph.cli_status import ERROR_STATUSES
+from bashgraph.graph.progress import badge, duration, end_lines, step_line
+from bashgraph.graph.state import FINAL_STATUSES
+
+TAIL_LINES = 4
+TOKEN_LINES = 3
+_BADGE_STYLE = {"ok": "green", "exit": "yellow", "spawn": "red", "args": "magenta", "denied": "red"}
+_END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
+              "environment_fault": "bold magenta"}
+#: What the run waits for after a node, shown next to the spinner when no command runs.
+_WAITING_AFTER = {"agent": "starting commands", "tools": "routing", "retry": "routing",
+                  "route": "waiting for the model"}
+_WAITING_FOR_HOP = {"retry": "waiting before the retry", "escalate": "escalating",
+                    "replan": "re-planning", "__end__": "finishing"}
+
+
+@dataclass
+class _Running:
+    command: str
+    started: float
+    spinner: Spinner = field(default_factory=lambda: Spinner("dots"))
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    partial: dict[str, str] = field(default_factory=dict)
+
+    def add_output(self, stream: str, text: str) -> None:
+        lines = (self.partial.pop(stream, "") + text).split("\n")
+        self.partial[stream] = lines.pop()
+        for line in lines:
+            self.tail.append(("! " if stream == "stderr" else "") + strip_control_codes(line))
+
+
+class TerminalRenderer:
+    """rich renderer; one live area at the bottom, finished lines printed above it."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self._lock = threading.Lock()  # the live area is redrawn from rich's refresh thread
+        self._running: dict[str, _Running] = {}
+        self._tokens = ""
+        self._waiting = "waiting for the model"
+        self._spinner = Spinner("dots")
+        self._last_reason: str | None = None
+        self._live: Live | None = None
+
+    # -- the live area -------------------------------------------------------------------------
+    def view(self) -> RenderableType:
+        """The live area: running commands with their output tail, else what the run waits for."""
+        with self._lock:
+            parts: list[RenderableType] = []
+            for run in self._running.values():
+                elapsed = f"{time.monotonic() - run.started:.1f}s"
+                run.spinner.update(text=Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim")))
+                parts.append(run.spinner)
+                parts.extend(Text("    " + line, style="dim") for line in run.tail)
+            if not parts:
+                self._spinner.update(text=Text(self._waiting, style="dim"))
+                parts.append(self._spinner)
+                tokens = self._tokens.strip().splitlines()[-TOKEN_LINES:]
+                parts.extend(Text("  " + line, style="italic dim") for line in tokens)
+            return Group(*parts)
+
+    def _start_live(self) -> None:
+        if self._live is None:
+            self._live = Live(get_renderable=self.view, console=self.console,
+                              refresh_per_second=8, transient=True, redirect_stderr=False)
+            self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    # -- events ---------------------------------------------------------------------------------
+    def emit(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind not in ("end", "paused"):
+            self._start_live()
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_start(self, event: Mapping[str, Any]) -> None:
+        verb = "resuming" if event.get("command") == "resume" else "thread"
+        self.console.print(Text.assemble((f"{verb} ", "bold"), (event["thread_id"], "bold cyan"),
+                                         (f"  model {event.get('model')}", "dim")))
+
+    def _on_model_token(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._tokens += str(event["text"])
+
+    def _on_model_reply(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._tokens = ""
+        text = str(event.get("text") or "").strip()
+        if not event.get("tool_calls"):
+            self.console.print(Panel(Markdown(text), title="final answer", title_align="left", border_style="green"))
+        elif text:
+            self.console.print(Text.assemble((f"model · step {event.get('step')}  ", "bold blue"), text))
+
+    def _on_command_start(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._running[str(event.get("call_id"))] = _Running(str(event.get("command")), time.monotonic())
+
+    def _on_command_output(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            run = self._running.get(str(event.get("call_id")))
+            if run is not None:
+                run.add_output(str(event.get("stream")), str(event.get("text") or ""))
+
+    def _on_command_end(self, event: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._running.pop(str(event.get("call_id")), None)
+        words = badge(event)
+        style = _BADGE_STYLE.get(words.split()[0], "red")
+        self.console.print(Text.assemble((f" {words} ", f"bold reverse {style}"), " ",
+                                         (f"{duration(event):>7}", "dim"), "  $ ", str(event.get("command"))))
+
+    def _on_node(self, event: Mapping[str, Any]) -> None:
+        node = event["node"]
+        if node == "route" and event.get("reason"):
+            self._last_reason = str(event["reason"])
+        line = step_line(event, self._last_reason)
+        if line:
+            self.console.print(Text(line, style="bold yellow"))
+        with self._lock:
+            hop = "__end__" if event.get("status") in FINAL_STATUSES else event.get("next")
+            self._waiting = (_WAITING_FOR_HOP.get(str(hop)) if hop else None) \
+                or _WAITING_AFTER.get(node, "waiting for the model")
+
+    def _on_answer(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(f"answer given: {event['answer']}", style="bold"))
+        with self._lock:
+            self._waiting = "applying the answer"
+
+    def _on_paused(self, event: Mapping[str, Any]) -> None:
+        self._stop_live()
+        for question in event["questions"]:
+            self._show(question)
+        self.console.print(Text(f"answer with: {event['answer_with']}"))
+
+    def _on_end(self, event: Mapping[str, Any]) -> None:
+        self._stop_live()
+        if event["status"] in ERROR_STATUSES:
+            error = Text.assemble(("bashgraph: error: ", "bold red"), str(event["reason"]))
+            Console(stderr=True, highlight=False).print(error)
+            return
+        first, *rest = end_lines(event)
+        self.console.print(Text(first, style=_END_STYLE.get(str(event["status"]), "bold red")))
+        for line in rest:
+            self.console.print(Text(line))
+
+    # -- asking a person ------------------------------------------------------------------------
+    def ask(self, question: Mapping[str, Any]) -> Any:
+        """Show a pending question and its evidence; return the person's answer."""
+        self._stop_live()
+        self._show(question)
+        choices = list(question.get("choices") or [])
+        if question.get("kind") == "approval":
+            return self._ask_approval(question, choices)
+        hint = f" ({' / '.join(choices)}, or type a hint)" if choices else ""
+        return self._prompt(f"[bold]answer[/]{hint}")
+
+    def _ask_approval(self, question: Mapping[str, Any], choices: list[str]) -> Any:
+        action = Prompt.ask("[bold]answer[/]", choices=choices, console=self.console)
+        if action == "edit":
+            requests = question.get("requests") or [{}]
+            command = Prompt.ask("command to run instead", default=requests[0].get("command"),
+                                 console=self.console)
+            return {"action": "edit", "command": command}
+        if action == "reject":
+            message = Prompt.ask("message for the model (optional)", default="", console=self.console)
+            return {"action": "reject", "message": message} if message else "reject"
+        return action
+
+    def _prompt(self, text: str) -> str:
+        while True:
+            answer = Prompt.ask(text, console=self.console).strip()
+            if answer:
+                return answer
+
+    def _show(self, question: Mapping[str, Any]) -> None:
+        self.console.print(Panel(Text("\n".join(questions.lines(question))), title="waiting for you",
+                                 title_align="left", border_style="yellow"))
+
+    def close(self) -> None:
+        self._stop_live()

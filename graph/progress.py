@@ -1,0 +1,227 @@
+"""Progress of a run: stream chunks turned into events, and renderers that show them.
+
+`chunk_events` turns what `astream(stream_mode=["updates", "custom"])` yields (plus "messages"
+on a terminal, for the model's words as they stream) into plain event dicts. The same events drive every renderer:
+
+* `JsonRenderer` — one JSON object per line (the schema is in docs/cli.md);
+* `PlainRenderer` — one readable line per event, for pipes and log files;
+* `TerminalRenderer` (graph/cli_terminal.py) — rich: spinners, live output tail, colours.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TextIO
+
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+
+from bashgraph.graph import cli_questions as questions
+from bashgraph.graph.cli_status import ERROR_STATUSES, ResumeHint, Stop
+
+
+class Renderer(Protocol):
+    def emit(self, event: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def chunk_events(chunk: Any, thread_id: str) -> list[dict[str, Any]]:
+    """The events of one `(mode, data)` stream chunk."""
+    mode, data = chunk
+    if mode == "custom":
+        events = [dict(data) if isinstance(data, Mapping) and "event" in data
+                  else {"event": "custom", "data": data}]
+    elif mode == "updates":
+        events = [e for node, update in data.items() for e in node_events(node, update)]
+    elif mode == "messages":
+        events = token_events(*data)
+    else:
+        events = []
+    return [{**event, "thread_id": thread_id} for event in events]
+
+
+def node_events(node: str, update: Any) -> list[dict[str, Any]]:
+    """A `model_reply` for the model's answer, then one `node` event per node that ran."""
+    if node == "__interrupt__":
+        return []  # reported once, with what to answer, by the `paused` event at the stop
+    values = update if isinstance(update, Mapping) else {}
+    events = [model_reply(values)] if node == "agent" and _reply(values) else []
+    events.append({
+        "event": "node", "node": node, "status": values.get("status"),
+        "reason": values.get("reason"), "next": values.get("next_hop"),
+        "attempt": values.get("spawn_retries") if node == "retry" else None,
+    })
+    return events
+
+
+def model_reply(values: Mapping[str, Any]) -> dict[str, Any]:
+    reply = _reply(values)
+    assert reply is not None
+    calls = [{"call_id": call.get("id"), "command": _command_of(call.get("args"))}
+             for call in reply.tool_calls]
+    calls += [{"call_id": bad.get("id"), "command": None} for bad in reply.invalid_tool_calls]
+    return {"event": "model_reply", "step": values.get("steps"), "text": _text(reply),
+            "tool_calls": calls}
+
+
+def token_events(message: BaseMessage, metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Pieces of the model's text while it streams (terminal only; JSON never asks for them)."""
+    if metadata.get("langgraph_node") != "agent" or not isinstance(message, AIMessageChunk):
+        return []
+    piece = _text(message)
+    return [{"event": "model_token", "text": piece}] if piece else []
+
+
+def _reply(values: Mapping[str, Any]) -> AIMessage | None:
+    messages = values.get("messages") or []
+    batch = messages if isinstance(messages, list) else [messages]
+    replies = [m for m in batch if isinstance(m, AIMessage)]
+    return replies[-1] if replies else None
+
+
+def _text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+
+
+def _command_of(args: Any) -> str | None:
+    command = args.get("command") if isinstance(args, Mapping) else None
+    return command if isinstance(command, str) else None
+
+
+def stop_events(stop: Stop, thread_id: str, hint: ResumeHint) -> list[dict[str, Any]]:
+    """`paused` (when a person must answer), then `end` with the exit status."""
+    resume = hint.command(thread_id) if stop.resumable else None
+    events: list[dict[str, Any]] = []
+    if stop.status == "paused":
+        forms = questions.answer_forms(stop.pending[0]) if stop.pending else "TEXT"
+        events.append({"event": "paused", "thread_id": thread_id, "questions": stop.pending,
+                       "answer_with": f"{resume} --answer {forms}"})
+    events.append({"event": "end", "thread_id": thread_id, "status": stop.status,
+                   "reason": stop.reason, "exit_code": int(stop.exit_status), "resume": resume})
+    return events
+
+
+# ----------------------------------------------------------------------------- words
+
+
+def badge(event: Mapping[str, Any]) -> str:
+    """How a command ended, in two words: ok / exit N / spawn error KIND / args error / denied."""
+    outcome = event.get("outcome")
+    if outcome == "ok":
+        return "ok"
+    if outcome == "exit_error":
+        return f"exit {event.get('exit_code')}"
+    if outcome == "spawn_error":
+        kind = event.get("spawn_error") or "unknown"
+        return "denied" if kind == "denied" else f"spawn error {kind}"
+    if outcome == "args_error":
+        return "args error"
+    return str(outcome)
+
+
+def step_line(event: Mapping[str, Any], last_reason: str | None) -> str | None:
+    """The words for a retry, re-plan or escalation; None for the other nodes."""
+    node = event["node"]
+    if node == "retry":
+        return f"retry: re-running after a transient spawn error (attempt {event.get('attempt')})"
+    if node == "replan":
+        return f"re-plan: {last_reason or 'repeated failures'}; asking the model for a new plan"
+    if node == "escalate":
+        if event.get("status"):
+            return f"escalation: {event.get('reason') or event['status']}"
+        return "escalation: environment fault decided; continuing"
+    return None
+
+
+def duration(event: Mapping[str, Any]) -> str:
+    seconds = event.get("duration_s")
+    return f"{seconds:.2f}s" if isinstance(seconds, int | float) else ""
+
+
+# ----------------------------------------------------------------------------- renderers
+
+
+class JsonRenderer:
+    """One JSON object per line; every line parses on its own."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if event["event"] == "model_token":
+            return
+        self.out.write(json.dumps(event, default=str) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.out.flush()
+
+
+class PlainRenderer:
+    """Readable lines without colours or cursor movement (stdout is not a terminal)."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self._last_reason: str | None = None
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if event["event"] == "end" and event["status"] in ERROR_STATUSES:
+            print(f"bashgraph: error: {event['reason']}", file=sys.stderr)
+            return
+        for line in self.lines(event):
+            self.out.write(line + "\n")
+        self.out.flush()
+
+    def lines(self, event: Mapping[str, Any]) -> Iterable[str]:
+        kind = event["event"]
+        if kind == "start":
+            yield f"thread {event['thread_id']}"
+        elif kind == "model_reply":
+            yield from self._model_lines(event)
+        elif kind == "command_start":
+            yield f"$ {event.get('command')}"
+        elif kind == "command_end":
+            yield f"  [{badge(event)}] {duration(event)} `{event.get('command')}`"
+        elif kind == "node":
+            yield from self._node_lines(event)
+        elif kind == "answer":
+            yield f"answer given: {event['answer']}"
+        elif kind == "paused":
+            for question in event["questions"]:
+                yield from questions.lines(question)
+            yield f"answer with: {event['answer_with']}"
+        elif kind == "end":
+            yield from end_lines(event)
+
+    def _model_lines(self, event: Mapping[str, Any]) -> Iterable[str]:
+        text = str(event.get("text") or "").strip()
+        if event.get("tool_calls"):
+            if text:
+                yield f"model (step {event.get('step')}): {text}"
+        else:
+            yield f"final answer: {text}"
+
+    def _node_lines(self, event: Mapping[str, Any]) -> Iterable[str]:
+        if event["node"] == "route" and event.get("reason"):
+            self._last_reason = str(event["reason"])
+        line = step_line(event, self._last_reason)
+        if line:
+            yield line
+
+    def close(self) -> None:
+        self.out.flush()
+
+
+def end_lines(event: Mapping[str, Any]) -> Iterable[str]:
+    reason = f": {event['reason']}" if event.get("reason") else ""
+    yield f"status: {event['status']}{reason}"
+    if event.get("resume"):
+        yield f"continue with: {event['resume']}"

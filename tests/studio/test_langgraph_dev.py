@@ -1,0 +1,143 @@
+"""The graph served by `langgraph dev` (what LangGraph Studio talks to), driven with langgraph-sdk.
+
+One server for the module: it starts in ~1.5 s and each run costs ~1 s of queue pickup, so the
+graph's logic is tested elsewhere; this proves langgraph.json, the factory without a
+checkpointer, and the async tool path (no `--allow-blocking`) work together.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.openai_server import FakeOpenAIServer, text, tool_call
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+STATE_DIR = REPO / ".langgraph_api"
+#: No version check, usage ping or tracing: the server makes no outbound connection.
+OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true",
+           "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+PORT_MOVED = "is already in use"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60) -> None:
+    """Poll GET /ok; fail early with the log's tail if the server exits or moved port."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text_so_far = log.read_text(errors="replace")
+        if proc.poll() is not None or PORT_MOVED in text_so_far:
+            raise AssertionError(f"langgraph dev did not start:\n{text_so_far[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"langgraph dev did not answer /ok in {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@dataclass(frozen=True)
+class DevServer:
+    url: str
+    log: Path
+    model: FakeOpenAIServer
+    """The server's model: scripted by the test."""
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+#: The tool path is async, so the server must run it without `--allow-blocking`. Until the
+#: execution layer stops making blocking calls on the event loop (see the xfail reason), the
+#: run is also checked with `--allow-blocking`, which proves the rest of the wiring.
+BLOCKING_CALLS = (
+    "blocking calls on the event loop in the async tool path: tools/process.py _plan "
+    "(os.getcwd in _process_cwd, os.access via shutil.which in _resolve), tools/capture.py "
+    "(tempfile.gettempdir in default_spill_dir; os.mkdir/os.open/os.write when output spills), "
+    "tools/reaper.py (os.read of /proc, os.readlink) when a process tree is stopped"
+)
+
+
+@pytest.fixture(scope="module", params=[
+    pytest.param(False, id="strict", marks=pytest.mark.xfail(strict=True, reason=BLOCKING_CALLS)),
+    pytest.param(True, id="allow-blocking"),
+])
+def dev_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """`langgraph dev` on a free 127.0.0.1 port, a FakeOpenAIServer as its OpenAI endpoint."""
+    if shutil.which("langgraph") is None:
+        pytest.skip("langgraph-cli is not installed (pip install 'langgraph-cli[inmem]')")
+    log = tmp_path_factory.mktemp("studio-log") / "server.log"
+    with FakeOpenAIServer() as model:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "BASHGRAPH_"))},
+            **OFFLINE, "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "x",
+            "BASHGRAPH_WORKDIR": str(tmp_path_factory.mktemp("studio-work")),
+            "BASHGRAPH_ON_ENVIRONMENT_ERROR": "stop", "BASHGRAPH_MODEL_MAX_RETRIES": "0",
+        }
+        extra = ["--allow-blocking"] if request.param else []
+        with serve(env, log, extra) as url:
+            yield DevServer(url, log, model)
+
+
+@contextmanager
+def serve(env: dict[str, str], log: Path, extra: list[str]) -> Iterator[str]:
+    """Run `langgraph dev` from the repo root in its own process group; clear its state dir."""
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
+    port = free_port()
+    command = ["langgraph", "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
+               "--port", str(port), *extra]
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_up(proc, url, log)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(STATE_DIR, ignore_errors=True)
+
+
+def test_a_run_through_the_sdk_runs_a_command_and_finishes(dev_server: DevServer) -> None:
+    """create thread → runs.wait: the command ran (ToolMessage artifact ok) and status is done."""
+    from langgraph_sdk import get_sync_client
+
+    model_server = dev_server.model
+    model_server.add(tool_call("bash", {"command": "echo from-studio"}), text("it printed from-studio"))
+    client = get_sync_client(url=dev_server.url)
+    thread = client.threads.create()
+    task: Any = {"messages": [{"role": "user", "content": "print something"}]}
+    state: Any = client.runs.wait(thread["thread_id"], "bashgraph", input=task)
+    assert state["status"] == "done", state
+    tools = [m for m in state["messages"] if m["type"] == "tool"]
+    assert len(tools) == 1
+    assert tools[0]["artifact"]["outcome"] == "ok"
+    assert tools[0]["artifact"]["stdout"] == "from-studio\n"
+    assert state["messages"][-1]["content"] == "it printed from-studio"
+    assert "BlockingError" not in dev_server.log_text()
+    model_server.assert_done()
