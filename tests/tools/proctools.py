@@ -1,0 +1,58 @@
+"""Helpers for tests that start real processes: is a pid still running, and wait until it is not."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie (an exited process nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X")
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    """True once `pid` stopped running, False if it still runs after `seconds`."""
+    until = time.monotonic() + seconds
+    while running(pid):
+        if time.monotonic() > until:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def read_pids(path: Path) -> list[int]:
+    """Pids written one per line to `path` by a command under test (at least one)."""
+    pids = [int(line) for line in path.read_text().split()]
+    assert pids, f"the command wrote no pid to {path}"
+    return pids
+
+
+def kill_quietly(*pids: int) -> None:
+    """Clean-up for processes a test deliberately left running."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Running processes whose environment contains `marker`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in environ and running(int(name)):
+            found.append(int(name))
+    return found

@@ -1,0 +1,114 @@
+"""arun_command: the same results as run_command, on the event loop, without threads."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from proctools import gone_within, marked_processes, read_pids
+
+from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, arun_command, run_command
+
+
+def arun(command: str, **kwargs: Any) -> CommandResult:
+    """arun_command in a fresh event loop."""
+    return asyncio.run(arun_command(command, **kwargs))
+
+
+def test_seed_experiments_match_the_sync_results() -> None:
+    """The seed's four experiments end the same way in both forms."""
+    commands = ["echo hi", "exit 3", "echo hello; echo warn >&2; exit 3"]
+    for command in commands:
+        sync, async_ = run_command(command), arun(command)
+        assert (async_.outcome, async_.exit_code, async_.stdout, async_.stderr) == (
+            sync.outcome, sync.exit_code, sync.stdout, sync.stderr)
+    missing = arun("echo hi", shell="/nonexistent/bash")
+    assert (missing.outcome, missing.spawn_error) == (Outcome.SPAWN_ERROR, SpawnErrorKind.NOT_FOUND)
+
+
+def test_async_final_cwd_and_missing_cwd(tmp_path: Path) -> None:
+    """final_cwd and a missing working directory behave as in the sync form."""
+    assert arun("cd / && exit 1", cwd=tmp_path).final_cwd == "/"
+    missing = arun("true", cwd=tmp_path / "gone")
+    assert missing.spawn_error is SpawnErrorKind.NOT_FOUND
+
+
+def test_async_timeout_with_grandchild_holding_the_pipe(tmp_path: Path) -> None:
+    """A grandchild holding the pipe does not hold the coroutine; everything is killed."""
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    result = arun(f"sleep 30 & echo $! > {pids}; echo partial; sleep 30", timeout=0.5, grace=0.3)
+    assert time.monotonic() - started < 2.5
+    assert (result.spawn_error, result.stdout) == (SpawnErrorKind.TIMEOUT, "partial\n")
+    assert all(gone_within(pid, 1) for pid in read_pids(pids))
+
+
+def test_async_setsid_escapee_is_killed(tmp_path: Path) -> None:
+    """An escaped process is found and killed by the async form too."""
+    pids = tmp_path / "pids"
+    result = arun(f"setsid sh -c 'echo $$ > {pids}; exec sleep 30' & sleep 30", timeout=0.5,
+                  grace=0.3)
+    assert result.spawn_error is SpawnErrorKind.TIMEOUT
+    assert all(gone_within(pid, 1) for pid in read_pids(pids))
+
+
+def test_async_large_output_is_bounded(tmp_path: Path) -> None:
+    """Tens of MB through the event loop: capped text, complete spill file."""
+    result = arun("head -c 50000000 /dev/zero", spill_dir=tmp_path)
+    assert result.stdout_file is not None
+    assert os.path.getsize(result.stdout_file) == result.stdout_bytes == 50_000_000
+    assert len(result.stdout) <= 10_000
+    os.unlink(result.stdout_file)
+
+
+def test_cancelling_kills_the_process_tree(tmp_path: Path) -> None:
+    """Cancelling the coroutine kills the command and what it started, then propagates."""
+    pids = tmp_path / "pids"
+
+    async def cancel_soon() -> bool:
+        task = asyncio.create_task(arun_command(f"sleep 30 & echo $! $$ > {pids}; sleep 30"))
+        while not pids.exists() or not pids.read_text().strip():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    assert asyncio.run(cancel_soon())
+    assert all(gone_within(pid, 1) for pid in read_pids(pids))
+
+
+def test_concurrent_commands_run_together_without_threads() -> None:
+    """Ten 0.3 s commands finish together, and no thread is started while they run."""
+    threads_before = threading.active_count()
+
+    async def many() -> tuple[list[CommandResult], int]:
+        batch = asyncio.gather(*(arun_command(f"sleep 0.3; echo {i}") for i in range(10)))
+        await asyncio.sleep(0.15)  # every command is running now
+        threads_during = threading.active_count()
+        return await batch, threads_during
+
+    started = time.monotonic()
+    results, threads_during = asyncio.run(many())
+    assert time.monotonic() - started < 2.0
+    assert [r.stdout for r in results] == [f"{i}\n" for i in range(10)]
+    assert threads_during == threads_before
+
+
+def test_no_marked_process_survives_a_batch() -> None:
+    """After many async runs with background jobs, none of their processes remain."""
+    async def batch() -> list[CommandResult]:
+        return await asyncio.gather(
+            *(arun_command("sleep 30 & echo $BASHGRAPH_RUN_ID", timeout=5) for _ in range(5))
+        )
+
+    results = asyncio.run(batch())
+    markers = [r.stdout.strip().rsplit(":", 1)[-1] for r in results]
+    assert all(len(marker) == 32 for marker in markers)
+    assert all(not marked_processes(marker) for marker in markers)

@@ -1,0 +1,326 @@
+"""One running command as a state machine that the sync and the async loop both drive.
+
+A loop only waits — for one of `watched()` to become readable, or for `wait_time()` to pass — and
+reports back through `on_ready(fd)` and `step(now)`. Reading, the decisions (drain, terminate,
+kill) and the result are made here, once.
+
+Phases:
+
+* RUNNING — until the shell exits or the timeout passes.
+* DRAINING — the shell exited but something it started still holds the pipes (`sleep 30 &`).
+  They get `DRAIN_S` to finish writing; then the processes holding the pipes — and only those —
+  are terminated as below. Background processes that redirected their output elsewhere
+  (daemons, `nohup cmd >log 2>&1 &`) do not hold the pipes: they are never waited for and are
+  left running, whether or not something else had to be killed.
+* TERMINATING — SIGTERM (then SIGCONT) went to the group and every process found (see
+  `reaper`), or after DRAINING to the pipe holders; `grace` seconds for them to exit.
+* KILLING — SIGKILL to the group and to every process found; `KILL_WAIT_S` for them to vanish.
+* DONE — whatever is still buffered in the pipes has been read; `result()` can be built.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from bashgraph.tools.capture import StreamCapture
+from bashgraph.tools.classify import RunFacts, SpawnTarget, classify, start_dir_error
+from bashgraph.tools.launch import CD_FAILED, CwdChannel
+from bashgraph.tools.reaper import Reaper, pipe_names
+from bashgraph.tools.results import CommandResult
+
+DRAIN_S = 0.5
+KILL_WAIT_S = 0.25
+#: How often killed processes are checked while they are given time to exit.
+KILL_POLL_S = 0.01
+#: Without a pidfd the shell's exit is noticed by polling this often.
+EXIT_POLL_S = 0.02
+#: The last read of what the pipes still hold is bounded, in case an unkillable writer remains.
+FINAL_DRAIN_S = 0.05
+#: Pause between reads of a large, spilling stream (see `Supervisor.take_pause`).
+SPILL_PAUSE_S = 0.001
+
+
+class Phase(Enum):
+    RUNNING = "running"
+    DRAINING = "draining"
+    TERMINATING = "terminating"
+    KILLING = "killing"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything decided before the spawn."""
+
+    target: SpawnTarget
+    enter_dir: str  # where the preamble must `cd` first ("" when the shell already starts there)
+    track_cwd: bool  # the command may change directory: the preamble reports where it ended
+    executable: str
+    env: dict[str, str]
+    timeout: float
+    grace: float
+    max_output_chars: int
+    spill_dir: Path | None  # None: the default, looked up only when a stream spills
+    run_id: str
+
+
+class Child:
+    """The shell process: its pid and, once reaped, its return code (negative: killed by it)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Reap the shell if it has exited; its return code, or None while it runs."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                # Someone else reaped it (SIGCHLD set to SIG_IGN): the status is lost. subprocess
+                # reports 0 in this case too.
+                self.returncode = 0
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int | None:
+        """`poll` until the shell is reaped or `timeout` seconds have passed."""
+        until = time.monotonic() + timeout
+        while self.poll() is None and time.monotonic() < until:
+            time.sleep(0.001)
+        return self.returncode
+
+
+class Supervisor:
+    """Runs one spawned command to its end; see the module docstring for the phases."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        proc: Child,
+        pipes: tuple[int, int],
+        channel: CwdChannel,
+        *,
+        started: float,
+        forget: Callable[[int], object],
+    ) -> None:
+        self.plan = plan
+        self.proc = proc
+        self._channel = channel
+        self.started = started
+        self._forget = forget
+        tag = plan.run_id[:12]
+        limit = plan.max_output_chars
+        self._streams = {
+            pipes[0]: StreamCapture("stdout", limit, plan.spill_dir, tag),
+            pipes[1]: StreamCapture("stderr", limit, plan.spill_dir, tag),
+        }
+        self._open = list(pipes)
+        self._order = pipes
+        self.pidfd = _pidfd_of(proc.pid)
+        self.phase = Phase.RUNNING
+        self._deadline = started + plan.timeout
+        self._timed_out = self._escalated = self._leftovers_killed = False
+        self._reaper: Reaper | None = None
+        self._ended_at = started
+        self._delivered = False
+        self._pause = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.phase is Phase.DONE
+
+    def watched(self) -> list[int]:
+        """The descriptors worth waiting on: open pipes, and the shell's pidfd until it exits."""
+        return [*self._open, self.pidfd] if self.pidfd >= 0 else list(self._open)
+
+    def wait_time(self, now: float) -> float | None:
+        """Seconds the loop may wait before calling `step` (None: until a descriptor is ready)."""
+        left = self._deadline - now
+        if self.phase in (Phase.TERMINATING, Phase.KILLING):
+            left = min(left, KILL_POLL_S)
+        elif self.proc.returncode is None and self.pidfd < 0:
+            left = min(left, EXIT_POLL_S)
+        return None if math.isinf(left) else max(left, 0.0)
+
+    def on_ready(self, fd: int) -> bool:
+        """Handle a readable descriptor; True when a pipe closed or the shell exited."""
+        if fd == self.pidfd:
+            self._reap()
+            return True
+        stream = self._streams[fd]
+        moved = stream.pump(fd)
+        if moved == 0:
+            self._close_pipe(fd)
+            return True
+        if stream.worth_pausing(moved):
+            self._pause = SPILL_PAUSE_S
+        return False
+
+    def take_pause(self) -> float:
+        """Seconds the loop should stop reading, to batch a large stream (then reset to 0).
+
+        A command printing hundreds of MB in small writes would otherwise wake us once per
+        write: tens of thousands of wake-ups that cost more than moving the bytes.
+        """
+        pause, self._pause = self._pause, 0.0
+        return pause
+
+    def step(self, now: float) -> None:
+        """Advance the phase when its condition or its deadline has been reached."""
+        if self.pidfd < 0:
+            self._reap()
+        if self.phase is Phase.RUNNING:
+            self._while_running(now)
+        elif self.phase is Phase.DRAINING:
+            self._while_draining(now)
+        elif self.phase is Phase.TERMINATING:
+            self._while_terminating(now)
+        elif self.phase is Phase.KILLING:
+            self._while_killing(now)
+
+    def result(self) -> CommandResult:
+        """The CommandResult of a finished run (call once, when `done`)."""
+        self._delivered = True
+        last_line = self._channel.take()
+        if last_line == CD_FAILED and not self._timed_out:
+            for stream in self._streams.values():
+                stream.discard()
+            return start_dir_error(self.plan.target)
+        facts = RunFacts(
+            target=self.plan.target,
+            returncode=self.proc.returncode,
+            stdout=self._streams[self._order[0]].finish(),
+            stderr=self._streams[self._order[1]].finish(),
+            duration_s=self._ended_at - self.started,
+            timeout=self.plan.timeout,
+            timed_out=self._timed_out,
+            escalated=self._escalated,
+            grace=self.plan.grace,
+            outsiders=self._reaper.outsiders if self._reaper else 0,
+            leftovers_killed=self._leftovers_killed,
+            final_cwd=self._final_cwd(last_line),
+        )
+        return classify(facts)
+
+    def abort(self) -> None:
+        """End a run that produced no result (interrupted, cancelled): kill it, remove its files.
+
+        Does nothing once `result()` was built, so it can sit in a `finally`.
+        """
+        if self._delivered:
+            return
+        if not self.done:
+            reaper = self._reaper or Reaper(self.proc.pid, self.plan.run_id)
+            reaper.signal_all(signal.SIGKILL)
+            reaper.close()
+            self.proc.wait(KILL_WAIT_S)
+            self._close_all()
+            self.phase = Phase.DONE
+        for stream in self._streams.values():
+            stream.discard()
+        self._channel.close()
+
+    def _while_running(self, now: float) -> None:
+        if self.proc.returncode is not None:
+            if self._open:
+                self.phase, self._deadline = Phase.DRAINING, now + DRAIN_S
+            else:
+                self._finish(now)
+        elif now >= self._deadline:
+            self._timed_out = True
+            self._terminate(now)
+
+    def _while_draining(self, now: float) -> None:
+        if not self._open:
+            self._finish(now)
+        elif now >= self._deadline:
+            self._leftovers_killed = True
+            self._terminate(now)
+
+    def _while_terminating(self, now: float) -> None:
+        if self._settled(signal.SIGTERM, signal.SIGCONT):
+            self._finish(now)
+        elif now >= self._deadline:
+            assert self._reaper is not None
+            self._escalated = True
+            self._reaper.signal_all(signal.SIGKILL)
+            self.phase, self._deadline = Phase.KILLING, now + KILL_WAIT_S
+
+    def _while_killing(self, now: float) -> None:
+        if self._settled(signal.SIGKILL) or now >= self._deadline:
+            self._finish(now)
+
+    def _terminate(self, now: float) -> None:
+        """SIGTERM (and SIGCONT, so stopped processes can act on it) to what must end.
+
+        On a timeout that is the whole command; after the shell exited, only the processes
+        still holding the pipes (from the `_open` read ends' inodes).
+        """
+        holders = None if self._timed_out else pipe_names(*self._open)
+        self._reaper = Reaper(self.proc.pid, self.plan.run_id, holding=holders)
+        self._reaper.signal_all(signal.SIGTERM, signal.SIGCONT)
+        self.phase, self._deadline = Phase.TERMINATING, now + self.plan.grace
+
+    def _settled(self, *signals: int) -> bool:
+        self._reap()
+        return self._reaper is None or self._reaper.settled(*signals)
+
+    def _finish(self, now: float) -> None:
+        self._reap()
+        until = time.monotonic() + FINAL_DRAIN_S
+        for fd in list(self._open):
+            while self._streams[fd].pump(fd) > 0 and time.monotonic() < until:
+                pass
+        self._close_all()
+        self._ended_at = now
+        self.phase = Phase.DONE
+
+    def _reap(self) -> None:
+        if self.proc.returncode is None and self.proc.poll() is None:
+            return
+        if self.pidfd >= 0:
+            self._forget(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+    def _close_pipe(self, fd: int) -> None:
+        self._forget(fd)
+        os.close(fd)
+        self._open.remove(fd)
+
+    def _close_all(self) -> None:
+        for fd in list(self._open):
+            self._close_pipe(fd)
+        if self.pidfd >= 0:
+            self._forget(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self._reaper is not None:
+            self._reaper.close()
+
+    def _final_cwd(self, last_line: str | None) -> str | None:
+        """The shell's last directory, when it exited on its own (and, if tracked, said one)."""
+        if self._timed_out or (self.proc.returncode or 0) < 0:
+            return None
+        if not self.plan.track_cwd:
+            return self.plan.target.start_dir  # the command cannot have moved the shell
+        return last_line if last_line and last_line.startswith("/") else None
+
+
+def _pidfd_of(pid: int) -> int:
+    if not hasattr(os, "pidfd_open"):
+        return -1
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return -1
