@@ -172,6 +172,8 @@ def _header(result: CommandResult) -> str:
     if result.outcome is Outcome.ARGS_ERROR:
         return f"[args error] {result.detail or 'invalid arguments'}"
     kind = result.spawn_error.value if result.spawn_error else "unknown"
+    if result.detail and result.detail.startswith(f"{kind} "):
+        return f"[spawn error: {result.detail}]"  # "timeout after 30s — …" already names it
     detail = f" — {result.detail}" if result.detail else ""
     return f"[spawn error: {kind}{detail}]"
 

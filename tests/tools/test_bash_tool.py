@@ -145,7 +145,7 @@ def test_timeout_argument_is_honoured() -> None:
     """The model's timeout applies to that call."""
     message = call(bash, {"command": "sleep 30", "timeout": 0.3})
     assert message.artifact["spawn_error"] == "timeout"
-    assert str(message.content).startswith("[spawn error: timeout — timeout after 0.3s")
+    assert str(message.content).startswith("[spawn error: timeout after 0.3s")
 
 
 def test_async_tool_call_works() -> None:

@@ -84,7 +84,7 @@ def test_spawn_error_timeout_keeps_partial_output() -> None:
     """A timeout says what was killed and shows what had been printed."""
     rendered = render_for_model(run_command("echo partial; sleep 30", timeout=0.3, grace=0.2))
     assert rendered == (
-        "[spawn error: timeout — timeout after 0.3s — process group killed]\n[stdout] partial"
+        "[spawn error: timeout after 0.3s — process group killed]\n[stdout] partial"
     )
 
 
