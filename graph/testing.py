@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -94,3 +94,11 @@ class ScriptedChatModel(BaseChatModel):
         reply = step(messages) if callable(step) else step
         # A fresh copy with a fresh id: the same scripted step may be replayed by a resume.
         return ChatResult(generations=[ChatGeneration(message=reply.model_copy(update={"id": None}))])
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any,
+    ) -> ChatResult:
+        # Native async, like real chat clients: LangChain's fallback runs _generate in the
+        # default executor (6 threads here), which would throttle many concurrent runs.
+        return self._generate(messages, stop, **kwargs)
