@@ -80,24 +80,25 @@ class ApprovalNode:
         verdicts: dict[str, Verdict],
     ) -> dict[str, Any]:
         answers: list[ToolMessage] = []
-        edited = False
-        calls: list[ToolCall] = []
         for call, decision in decided:
-            verdict = verdicts.get(call.get("id") or "")
-            refusal = refusal_of(call, decision, verdict)
+            refusal = refusal_of(call, decision, verdicts.get(call.get("id") or ""))
             if refusal is not None:
                 answers.append(to_tool_message(call, refusal, self.config.max_output_chars, message.id or ""))
-            if verdict is not None and verdict.action == "edit":
-                edited = True
-                calls.append(ToolCall(name=call["name"], args={**call["args"], "command": verdict.command},
-                                      id=call.get("id"), type="tool_call"))
-            else:
-                calls.append(call)
+        edits = {call_id: v.command for call_id, v in verdicts.items() if v.action == "edit"}
         update: list[Any] = answers
-        if edited:
+        if edits:
             # Same id: add_messages replaces the reply, so the model sees the command that ran.
+            # Rebuilt from the real tool_calls only (malformed calls stay in invalid_tool_calls).
+            calls = [edited_call(call, edits.get(call.get("id") or "")) for call in message.tool_calls]
             update = [message.model_copy(update={"tool_calls": calls}), *answers]
         return {"messages": update} if update else {}
+
+
+def edited_call(call: ToolCall, command: str | None) -> ToolCall:
+    """`call` with its command replaced by a person's edit (unchanged when there is none)."""
+    if command is None:
+        return call
+    return ToolCall(name=call["name"], args={**call["args"], "command": command}, id=call.get("id"), type="tool_call")
 
 
 def approval_request(call: ToolCall, decision: Decision) -> dict[str, Any]:

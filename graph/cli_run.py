@@ -109,7 +109,7 @@ def stop_of(snapshot: StateSnapshot) -> Stop:
     if snapshot.interrupts:
         pending = [i.value if isinstance(i.value, dict) else {"summary": str(i.value)}
                    for i in snapshot.interrupts]
-        return Stop("paused", questions.summary(pending[0]), pending)
+        return Stop("paused", questions.summary(pending[0]), pending, [i.id for i in snapshot.interrupts])
     return Stop(str(values.get("status") or "running"), values.get("reason"))
 
 
@@ -204,7 +204,10 @@ class Driver:
         if answer is None:
             return stop
         self._emit({"event": "answer", "answer": answer})
-        return Action(inputs=Command(resume=answer), ask_person=True)
+        # Keyed by the interrupt the person saw: if another worker answered it meanwhile, this
+        # answer matches nothing, the newer question stays pending and is shown instead.
+        resume = {stop.pending_ids[0]: answer} if stop.pending_ids else answer
+        return Action(inputs=Command(resume=resume), ask_person=True)
 
     def _emit(self, event: dict[str, Any]) -> None:
         self.settings.renderer.emit({**event, "thread_id": self.thread_id})

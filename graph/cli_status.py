@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from bashgraph.graph.checkpoints import locate
+
 
 class ExitStatus(IntEnum):
     OK = 0
@@ -61,6 +63,8 @@ class Stop:
     """One line for people (the thread's `reason`, or the error)."""
     pending: list[dict[str, Any]] = field(default_factory=list)
     """Values of the interrupts waiting for an answer (when paused)."""
+    pending_ids: list[str] = field(default_factory=list)
+    """Their interrupt ids: an answer is sent for the question shown, never for a newer one."""
 
     @property
     def exit_status(self) -> ExitStatus:
@@ -85,5 +89,9 @@ class ResumeHint:
 
 
 def absolute(path: str) -> str:
-    """A file path made absolute, so a printed command works from anywhere; URLs unchanged."""
-    return path if "://" in path else os.path.abspath(os.path.expanduser(path))
+    """A database made absolute, so a printed command works from anywhere (PostgreSQL URLs
+    unchanged; a relative `sqlite:///file` becomes the absolute file path)."""
+    location = locate(path)
+    if location.kind == "sqlite":
+        return os.path.abspath(os.path.expanduser(location.target))
+    return path

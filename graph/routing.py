@@ -7,7 +7,7 @@ Nothing here reads message text or does I/O, so every branch is a plain unit tes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.state import (
@@ -80,7 +80,9 @@ def decide_after_tools(
     """Route one batch of tool results. Worst outcome wins: environment > args > exit > ok."""
     history = list(state.get("failures", []))
     new = [failure_of(r) for r in results if not r.ok]
-    repeated = any(is_repeat(f, history) for f in new)
+    # A repeat counts within its own kind: an args error seen twice says nothing about exits.
+    exit_repeat = any(is_repeat(f, history) for f in new if f["outcome"] == Outcome.EXIT_ERROR.value)
+    denied_again = any(is_repeat(f, history) for f in new if f["code"] == SpawnErrorKind.DENIED.value)
     history = ([] if not new else history + new)[-config.failure_history :]
     has = {r.outcome for r in results}
     spawn = [r for r in results if r.outcome is Outcome.SPAWN_ERROR]
@@ -96,8 +98,7 @@ def decide_after_tools(
         reason = f"{counters.args_errors} invalid tool calls in a row"
         return Decision(END, counters, history, status="failed", reason=reason)
     streak = counters.exit_streak >= config.replan_after
-    denied_again = repeated and any(f["code"] == SpawnErrorKind.DENIED.value for f in new)
-    if streak or (repeated and Outcome.EXIT_ERROR in has) or denied_again:
+    if streak or exit_repeat or denied_again:
         return _decide_replan(state, counters, history, config, streak)
     return Decision("agent", counters, history)
 
@@ -123,6 +124,23 @@ def _decide_replan(
         else "the same command failed the same way twice"
     )
     return Decision("replan", counters, history, reason=why)
+
+
+def routing_view(state: AgentState, reply_id: str) -> tuple[AgentState, dict[str, Any]]:
+    """The state `route` decides from, and the base to remember for this reply's batch.
+
+    A batch is routed once after `tools` and again after each `retry`. Every pass must start
+    from the counters as they were before the batch, or a retried batch would count its
+    other failures twice (a false re-plan, or "N invalid calls in a row" from one call).
+    """
+    if state.get("routed_reply") == reply_id and state.get("route_base") is not None:
+        base = dict(state["route_base"])
+        spawn_retries = state.get("spawn_retries", 0)  # spent on this batch: keep counting
+    else:
+        base = {k: state.get(k, d) for k, d in (("exit_streak", 0), ("args_errors", 0), ("failures", []))}
+        spawn_retries = 0  # a new reply gets a fresh retry budget
+    view: AgentState = {**state, **base, "spawn_retries": spawn_retries}  # type: ignore[typeddict-item]
+    return view, base
 
 
 def next_after_agent(state: AgentState, policy: Policy | None = None) -> Literal["approve", "tools", "__end__"]:

@@ -6,7 +6,7 @@ those artifacts, never the message text.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
@@ -55,6 +55,10 @@ class AgentState(TypedDict, total=False):
     """Retries run so far in this thread; numbers each re-run apart in the command journal."""
     environment_told: str | None
     """The environment fault last handed to the model (on_environment_error="model")."""
+    routed_reply: str | None
+    """Id of the model reply whose batch `route` last decided on."""
+    route_base: dict[str, Any] | None
+    """Counters and failures as they were before that batch (re-routes after a retry start here)."""
     next_hop: Hop
     """Where `route` decided to go; read by the edge after `route`."""
     status: RunStatus

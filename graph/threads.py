@@ -216,9 +216,13 @@ def fork(
     agent.update_state(target, values, as_node=as_node)
     landed = agent.get_state(thread_config(new_thread_id)).next
     if tuple(landed) != tuple(source.next):
+        # Refused whole: a half-made thread would resume somewhere the source never went.
+        if agent.checkpointer is not None and not isinstance(agent.checkpointer, bool):
+            agent.checkpointer.delete_thread(new_thread_id)
         raise BashgraphError(
-            f"fork of {thread_id}@{checkpoint_id} would continue at {landed} instead of "
-            f"{source.next}; the new thread {new_thread_id} should not be resumed"
+            f"cannot fork {thread_id}@{checkpoint_id}: the copy would continue at {landed} instead "
+            f"of {source.next} (the rules or settings of this process route it differently); "
+            "nothing was created"
         )
     return new_thread_id
 

@@ -96,7 +96,7 @@ def _command_problem(command: str, max_chars: int) -> str | None:
     if len(command) > max_chars:
         return f"'command' is {len(command)} characters, the limit is {max_chars}"
     try:
-        command.encode("utf-8", "surrogateescape")
+        command.encode("utf-8")  # strict: a lone surrogate cannot reach the shell or the journal
     except UnicodeEncodeError:
         return "'command' contains characters that are not valid Unicode (lone surrogates)"
     return None

@@ -153,3 +153,18 @@ def test_an_edit_for_several_calls_must_name_the_call() -> None:
         read_verdicts({"action": "edit", "command": "ls"}, ["a", "b"])
     verdicts = read_verdicts({"a": "approve", "b": {"action": "edit", "command": "ls"}}, ["a", "b"])
     assert (verdicts["a"].action, verdicts["b"].command) == ("approve", "ls")
+
+
+def test_an_edit_beside_a_malformed_call_keeps_tool_call_ids_unique(tmp_path: Path) -> None:
+    """The edited reply is rebuilt from its real calls only: no duplicate id reaches a provider."""
+    reply = AIMessage(
+        content="", tool_calls=[{"name": "bash", "args": {"command": "sudo true"}, "id": "c_ok"}],
+        invalid_tool_calls=[{"name": "bash", "args": "{bad", "id": "c_bad", "error": "bad json",
+                             "type": "invalid_tool_call"}],
+    )
+    agent, _, config = start([reply, answer("ok")], tmp_path)
+    state = agent.invoke(Command(resume={"action": "edit", "command": "echo edited"}), config)
+    edited = next(m for m in state["messages"] if isinstance(m, AIMessage) and m.tool_calls)
+    assert [c["id"] for c in edited.tool_calls] == ["c_ok"]
+    assert [c["id"] for c in edited.invalid_tool_calls] == ["c_bad"]
+    assert sorted(m.tool_call_id for m in state["messages"] if isinstance(m, ToolMessage)) == ["c_bad", "c_ok"]

@@ -223,3 +223,22 @@ def test_a_finished_thread_can_be_run_again_and_its_end_forked(
     assert latest.next == ()
     assert (copied.next, copied.values["status"]) == ((), "done")
     assert [m.content for m in copied.values["messages"]] == ["first", "one", "second", "two"]
+
+
+def test_a_fork_that_would_land_elsewhere_is_refused_and_leaves_no_thread(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """Paused at approve under an ask rule, forked by a process without that rule: refused whole."""
+    from bashgraph.graph import AgentConfig, BashgraphError, open_session
+    from bashgraph.graph.testing import ScriptedChatModel
+
+    thread = f"{thread_prefix}-ask"
+    asking = AgentConfig(workdir=str(tmp_path), rules=("ask:echo *",))
+    with open_session(db_url, model=ScriptedChatModel([run("echo hi")]), config=asking) as session:
+        drain(session, task("t"), thread)
+        paused = session.history(thread)[0]
+    assert paused.next == ("approve",)
+    with open_session(db_url, model=ScriptedChatModel([]), config=AgentConfig(workdir=str(tmp_path))) as session:
+        with pytest.raises(BashgraphError, match="nothing was created"):
+            session.fork(thread, paused.checkpoint_id, f"{thread_prefix}-stray")
+        assert f"{thread_prefix}-stray" not in [t.thread_id for t in session.threads()]

@@ -1,0 +1,45 @@
+"""The printed resume command names the database so that it works from any directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bashgraph.graph.cli_status import absolute
+
+
+def test_relative_paths_and_sqlite_urls_become_absolute_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs.db` and `sqlite:///runs.db` both print as the absolute file they opened."""
+    monkeypatch.chdir(tmp_path)
+    assert absolute("runs.db") == os.path.join(str(tmp_path), "runs.db")
+    assert absolute("sqlite:///runs.db") == os.path.join(str(tmp_path), "runs.db")
+
+
+def test_postgres_urls_are_printed_unchanged() -> None:
+    """A server URL already works from anywhere."""
+    assert absolute("postgresql://postgres@127.0.0.1:5432/test") == "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def test_an_answer_for_a_question_already_answered_elsewhere_runs_nothing(tmp_path: Path) -> None:
+    """The CLI answers by interrupt id: a stale answer leaves the newer question pending."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from bashgraph.graph import AgentConfig, build_graph
+    from bashgraph.graph.cli_run import stop_of
+    from bashgraph.graph.testing import ScriptedChatModel, answer, run
+
+    model = ScriptedChatModel([run("echo A > a"), run("echo B > b"), answer("ok")])
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), approval="always"),
+                        checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "race"}}
+    agent.invoke({"messages": [HumanMessage("t")]}, config)
+    seen = stop_of(agent.get_state(config))  # what worker 1 shows its person
+    agent.invoke(Command(resume="approve"), config)  # worker 2 answers first; B is now asked
+    agent.invoke(Command(resume={seen.pending_ids[0]: "approve"}), config)  # worker 1's late answer
+    assert (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
+    assert "echo B" in str(stop_of(agent.get_state(config)).pending)
