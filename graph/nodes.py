@@ -7,20 +7,20 @@ graph serves invoke, stream, ainvoke and astream.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
-from bashgraph.graph.routing import decide_after_tools
-from bashgraph.graph.state import AgentState, last_ai_message, latest_results, tool_message_id
+from bashgraph.graph.routing import decide_after_tools, routing_view
+from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash import BASH_TOOL_NAME
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
 
@@ -77,14 +77,18 @@ class LoopNodes:
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        fresh = new_run_reset(state)
+        state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        return limit or self._after_reply(state, self.model.invoke(self._prompt(state), config))
+        return fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        fresh = new_run_reset(state)
+        state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
         if limit:
-            return limit
-        return self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+            return fresh | limit
+        return fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
         return [SystemMessage(self.config.system_prompt), *state.get("messages", [])]
@@ -107,11 +111,13 @@ class LoopNodes:
     # -- tools ------------------------------------------------------------------------------
     def tools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
-        cwd, emit = state.get("cwd"), get_stream_writer()  # the writer is not visible in threads
+        cwd, emit = state.get("cwd"), get_stream_writer()
         if len(calls) <= 1:
             results = [self._run_one(call, cwd, ctx, emit) for call in calls]
         else:
-            with ThreadPoolExecutor(max_workers=min(len(calls), 16)) as pool:
+            # The context is copied into each thread: LangGraph's stream writer reads the run's
+            # config from a context variable every time it writes an event.
+            with ContextThreadPoolExecutor(max_workers=min(len(calls), 16)) as pool:
                 results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit), calls))
         return self._batch_update(calls, results, ctx, cwd)
 
@@ -134,7 +140,8 @@ class LoopNodes:
         self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter
     ) -> CommandResult:
         emit(start_event(call, cwd))
-        result = self.executor.run(call, cwd, ctx) if _is_valid(call) else _invalid(call)
+        live = output_events(call, emit)
+        result = self.executor.run(call, cwd, ctx, live) if _is_valid(call) else _invalid(call)
         emit(end_event(call, result))
         return result
 
@@ -142,7 +149,8 @@ class LoopNodes:
         self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter
     ) -> CommandResult:
         emit(start_event(call, cwd))
-        result = await self.executor.arun(call, cwd, ctx) if _is_valid(call) else _invalid(call)
+        live = output_events(call, emit)
+        result = await self.executor.arun(call, cwd, ctx, live) if _is_valid(call) else _invalid(call)
         emit(end_event(call, result))
         return result
 
@@ -157,11 +165,15 @@ class LoopNodes:
 
     # -- route ------------------------------------------------------------------------------
     def route(self, state: AgentState) -> dict[str, Any]:
-        results = [result for _, result in latest_results(state.get("messages", []))]
-        decision = decide_after_tools(results, state, self.config)
+        messages = state.get("messages", [])
+        reply = last_ai_message(messages)
+        reply_id = (reply.id or "") if reply is not None else ""
+        view, base = routing_view(state, reply_id)
+        decision = decide_after_tools([result for _, result in latest_results(messages)], view, self.config)
         return {
             "next_hop": decision.hop, **asdict(decision.counters), "failures": decision.failures,
-            "status": decision.status, "reason": decision.reason,
+            "status": decision.status, "reason": decision.reason, "routed_reply": reply_id,
+            "route_base": base,
         }
 
 
@@ -173,6 +185,20 @@ def tool_messages(
         to_tool_message(call, result, max_chars, ctx.message_id)
         for call, result in zip(calls, results, strict=True)
     ]
+
+
+def new_run_reset(state: AgentState) -> dict[str, Any]:
+    """Counters to clear when new input arrives on a finished thread: limits are per run.
+
+    `cwd` and `attempt_serial` are kept (the shell's place, and unique journal keys).
+    """
+    if state.get("status", "running") not in FINAL_STATUSES:
+        return {}
+    return {
+        "steps": 0, "replans": 0, "exit_streak": 0, "args_errors": 0, "spawn_retries": 0,
+        "failures": [], "environment_told": None, "routed_reply": None, "route_base": None,
+        "status": "running", "reason": None,
+    }
 
 
 def next_cwd(results: list[CommandResult], cwd: str | None) -> str | None:
@@ -198,6 +224,17 @@ def start_event(call: ToolCall, cwd: str | None) -> dict[str, Any]:
         "command": call["args"].get("command") if isinstance(call["args"], dict) else None,
         "cwd": cwd,
     }
+
+
+def output_events(call: ToolCall, emit: StreamWriter) -> Callable[[str, str], None]:
+    """Live output of `call` as custom stream events (a few per second at most, see
+    `bashgraph.tools.live`): `{"event": "command_output", "call_id", "stream", "text"}`."""
+    call_id = call.get("id")
+
+    def on_output(stream: str, text: str) -> None:
+        emit({"event": "command_output", "call_id": call_id, "stream": stream, "text": text})
+
+    return on_output
 
 
 def end_event(call: ToolCall, result: CommandResult) -> dict[str, Any]:

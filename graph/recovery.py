@@ -19,7 +19,14 @@ from langgraph.types import Command, interrupt
 from bashgraph.graph import prompts
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
-from bashgraph.graph.nodes import end_event, next_cwd, start_event, thread_of, tool_messages
+from bashgraph.graph.nodes import (
+    end_event,
+    next_cwd,
+    output_events,
+    start_event,
+    thread_of,
+    tool_messages,
+)
 from bashgraph.graph.state import AgentState, last_ai_message, latest_results
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
 
@@ -33,15 +40,16 @@ def backoff_delay(attempt: int, config: AgentConfig, rng: random.Random | None =
     return ceiling / 2 + jitter
 
 
-def calls_to_rerun(state: AgentState) -> list[ToolCall]:
-    """The calls of the newest batch that ended in a spawn error a re-run may cure."""
+def calls_to_rerun(state: AgentState) -> list[tuple[ToolCall, str | None]]:
+    """The calls of the newest batch that ended in a spawn error a re-run may cure, each with
+    the directory it first started in (not where the rest of the batch left the shell)."""
     failed = {
-        message.tool_call_id
+        message.tool_call_id: result.cwd
         for message, result in latest_results(state.get("messages", []))
         if result.outcome is Outcome.SPAWN_ERROR and result.spawn_error is not SpawnErrorKind.DENIED
     }
     ai = last_ai_message(state.get("messages", []))
-    return [call for call in (ai.tool_calls if ai else []) if call.get("id") in failed]
+    return [(call, failed[call.get("id") or ""]) for call in (ai.tool_calls if ai else []) if call.get("id") in failed]
 
 
 class RecoveryNodes:
@@ -53,30 +61,32 @@ class RecoveryNodes:
 
     # -- retry ------------------------------------------------------------------------------
     def retry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        calls, ctx, delay = self._retry_plan(state, config)
+        reruns, ctx, delay = self._retry_plan(state, config)
         emit = get_stream_writer()
         time.sleep(delay)
         results = []
-        for call in calls:
-            emit(start_event(call, state.get("cwd")))
-            results.append(self.executor.run(call, state.get("cwd"), ctx))
+        for call, cwd in reruns:
+            emit(start_event(call, cwd))
+            results.append(self.executor.run(call, cwd, ctx, output_events(call, emit)))
             emit(end_event(call, results[-1]))
-        return self._retry_update(state, calls, results, ctx)
+        return self._retry_update(state, [call for call, _ in reruns], results, ctx)
 
     async def aretry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        calls, ctx, delay = self._retry_plan(state, config)
+        reruns, ctx, delay = self._retry_plan(state, config)
         emit = get_stream_writer()
         await asyncio.sleep(delay)
-        for call in calls:
-            emit(start_event(call, state.get("cwd")))
-        results = await asyncio.gather(*(self.executor.arun(c, state.get("cwd"), ctx) for c in calls))
-        for call, result in zip(calls, results, strict=True):
+        for call, cwd in reruns:
+            emit(start_event(call, cwd))
+        results = await asyncio.gather(*(
+            self.executor.arun(call, cwd, ctx, output_events(call, emit)) for call, cwd in reruns
+        ))
+        for (call, _), result in zip(reruns, results, strict=True):
             emit(end_event(call, result))
-        return self._retry_update(state, calls, list(results), ctx)
+        return self._retry_update(state, [call for call, _ in reruns], list(results), ctx)
 
     def _retry_plan(
         self, state: AgentState, config: RunnableConfig
-    ) -> tuple[list[ToolCall], CallContext, float]:
+    ) -> tuple[list[tuple[ToolCall, str | None]], CallContext, float]:
         # Each retry gets a new attempt number so the journal keeps every run apart.
         serial = state.get("attempt_serial", 0) + 1
         delay = backoff_delay(state.get("spawn_retries", 0) + 1, self.config)

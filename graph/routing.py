@@ -133,8 +133,9 @@ def routing_view(state: AgentState, reply_id: str) -> tuple[AgentState, dict[str
     from the counters as they were before the batch, or a retried batch would count its
     other failures twice (a false re-plan, or "N invalid calls in a row" from one call).
     """
-    if state.get("routed_reply") == reply_id and state.get("route_base") is not None:
-        base = dict(state["route_base"])
+    stored = state.get("route_base")
+    if state.get("routed_reply") == reply_id and stored is not None:
+        base = dict(stored)
         spawn_retries = state.get("spawn_retries", 0)  # spent on this batch: keep counting
     else:
         base = {k: state.get(k, d) for k, d in (("exit_streak", 0), ("args_errors", 0), ("failures", []))}

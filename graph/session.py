@@ -25,6 +25,7 @@ from langgraph.types import Command, StateSnapshot
 from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.checkpoints import Location, locate, open_checkpointer, store_errors
 from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.execution import collect_executors
 from bashgraph.graph.journal import AnyJournal, open_journal
 from bashgraph.graph.locks import thread_lock
 from bashgraph.graph.threads import (
@@ -105,8 +106,16 @@ def _with_thread(config: RunnableConfig | None, thread_id: str) -> RunnableConfi
 def open_session(
     db: str | None, *, model: BaseChatModel, config: AgentConfig | None = None
 ) -> Iterator[Session]:
-    """Open the database `db` (None: $BASHGRAPH_DB or the default file) and build the agent."""
+    """Open the database `db` (None: $BASHGRAPH_DB or the default file) and build the agent.
+
+    When the block ends, the agent's Executor is closed (its sandbox's cgroup removed).
+    """
     location = locate(db)
     with open_checkpointer(location.target) as saver, open_journal(location.target) as journal:
-        agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
-        yield Session(agent=agent, saver=saver, journal=journal, location=location)
+        with collect_executors() as executors:
+            agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
+        try:
+            yield Session(agent=agent, saver=saver, journal=journal, location=location)
+        finally:
+            for executor in executors:
+                executor.close()

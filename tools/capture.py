@@ -3,6 +3,9 @@
 Memory stays bounded whatever a command prints. A stream is buffered in memory until it passes
 the cap; from then on every byte goes to a spill file (moved pipe-to-file with `splice(2)` where
 the kernel allows it, so the bytes never pass through Python) and only the head stays in memory.
+The spill file is created by the next `pump` (or by `finish`), never by the read that passed the
+cap: so `on_disk` tells the runner, before any file is touched, that this stream's next step is
+disk I/O (the async runner moves that part of the run off the event loop).
 The tail is read back from the spill file at the end. Past `MAX_SPILL_BYTES` (or when the spill
 file cannot be written) the rest is discarded, keeping a small tail ring in memory instead.
 
@@ -30,7 +33,8 @@ MAX_SPILL_BYTES = 1 << 30
 #: Pipe capacity asked for once a stream spills: fewer wake-ups per byte on large outputs.
 BIG_PIPE_BYTES = 1024 * 1024
 
-_MEMORY, _SPILLING, _DISCARDING = range(3)
+# _PENDING: over the cap, the spill file not created yet (the next pump or finish creates it).
+_MEMORY, _PENDING, _SPILLING, _DISCARDING = range(4)
 
 _Bytes = bytes | bytearray | memoryview
 
@@ -110,6 +114,28 @@ class StreamCapture:
         return self.big_pipe and self._mode == _SPILLING and 0 < moved < BIG_PIPE_BYTES // 2
 
     @property
+    def on_disk(self) -> bool:
+        """True when reading this stream further means writing to (or creating) its spill file."""
+        return self._mode in (_PENDING, _SPILLING)
+
+    def recent(self, count: int) -> bytes:
+        """Up to the last `count` bytes of the stream, as far as they are still kept.
+
+        From memory, or from the spill file (a disk read) while spilling; after the cap with the
+        spill stopped, from the tail ring (which may hold fewer).
+        """
+        if count <= 0:
+            return b""
+        if self._mode == _SPILLING:
+            start = max(self._spilled - count, 0)
+            try:
+                return os.pread(self._spill_fd, self._spilled - start, start)
+            except OSError:
+                return b""
+        kept = self._tail if self._mode == _DISCARDING else self._buffer
+        return bytes(kept[-count:])
+
+    @property
     def _head_room(self) -> int:
         return self.limit // 2
 
@@ -119,6 +145,8 @@ class StreamCapture:
 
     def pump(self, fd: int) -> int:
         """Move what `fd` has ready: bytes moved, 0 at end of file, -1 when nothing was ready."""
+        if self._mode == _PENDING:
+            self._start_spill(fd)
         try:
             if self._mode == _SPILLING and self._splice:
                 return self._splice_from(fd)
@@ -134,10 +162,12 @@ class StreamCapture:
     def feed(self, data: _Bytes, fd: int = -1) -> None:
         """Add bytes read from the stream (`fd`, when known, is the pipe they came from)."""
         self.total += len(data)
+        if self._mode == _PENDING:
+            self._start_spill(fd)
         if self._mode == _MEMORY:
             self._buffer += data
             if len(self._buffer) > self.limit:
-                self._start_spill(fd)
+                self._mode = _PENDING  # the file is created by the next pump, or by finish
         elif self._mode == _SPILLING:
             self._write_spill(data)
         else:
@@ -218,6 +248,8 @@ class StreamCapture:
 
     def finish(self) -> Captured:
         """The capped, safe text of the stream; closes the spill file."""
+        if self._mode == _PENDING:
+            self._start_spill(-1)
         if self._mode == _MEMORY:
             return Captured(safe_text(self._buffer) if self.total else "", self.total, False, None)
         tail = self._tail if self._mode == _DISCARDING else self._read_spill_tail()

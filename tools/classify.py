@@ -55,6 +55,19 @@ def spawn_error_result(exc: OSError, target: SpawnTarget) -> CommandResult:
     return spawn_failure(kind, target.command, detail, cwd=target.start_dir, errno=code or None)
 
 
+def sandbox_spawn_error(exc: OSError, target: SpawnTarget, program: str) -> CommandResult:
+    """The result for a sandbox wrapper (`bwrap`) that could not be started at all."""
+    code = exc.errno or 0
+    reason = exc.strerror or str(exc)
+    if code == _errno.E2BIG:
+        return spawn_error_result(exc, target)
+    if code in RESOURCE_ERRNOS:
+        kind, detail = SpawnErrorKind.RESOURCE, f"cannot start the sandbox now: {reason}"
+    else:
+        kind, detail = SpawnErrorKind.SANDBOX, f"cannot start the sandbox ({program}): {reason}"
+    return spawn_failure(kind, target.command, detail, cwd=target.start_dir, errno=code or None)
+
+
 def _describe(
     code: int, reason: str, target: SpawnTarget, about_cwd: bool
 ) -> tuple[SpawnErrorKind, str]:

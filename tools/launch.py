@@ -29,11 +29,16 @@ does not parse (the preamble on that line never runs).
 The channel is a pipe the runner keeps open; the shell reaches its write end through
 `/proc/<runner pid>/fd/<n>`, which costs less than creating and removing a file, and leaves no
 descriptor open in the command's processes. Without `/proc` it is a file in a temporary directory.
+In a sandbox neither works (its /proc shows only its own processes, its /tmp is private): the
+write end is inherited as fd `SANDBOX_CHANNEL_FD` and named `/dev/fd/4`, which reaches the
+runner's pipe from inside bubblewrap. The command's processes then hold that descriptor too;
+the runner reads the channel without waiting for them to close it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import os
 import re
@@ -49,6 +54,8 @@ TRACK = "__bashgraph_cwd=$1; trap 'printf \"%s\\n\" \"$PWD\" >| \"$__bashgraph_c
 CLEAR = "set --; "
 #: What the preamble writes to the channel when it could not enter the start directory.
 CD_FAILED = "!"
+#: The descriptor a sandboxed shell finds the channel's write end on.
+SANDBOX_CHANNEL_FD = 4
 
 #: Text through which a command can change the shell's directory: the builtins that do it
 #: (`chdir` is dash's name for `cd`), running other text as shell code (`eval`, `source`, `.`),
@@ -90,20 +97,39 @@ def argv(shell: str, command: str, channel: str, start_dir: str, track: bool) ->
 class CwdChannel:
     """Where the preamble writes the shell's final working directory (or `CD_FAILED`)."""
 
-    def __init__(self, run_id: str, needed: bool = True) -> None:
-        """`needed` False: the preamble will write nothing, so nothing is opened."""
+    def __init__(self, run_id: str, needed: bool = True, child_fd: int | None = None) -> None:
+        """`needed` False: the preamble will write nothing, so nothing is opened.
+
+        `child_fd`: the spawn gives the shell the write end as this descriptor (a sandbox);
+        the pipe's own write end is then numbered above it, so duplicating it cannot clobber
+        another descriptor the spawn still has to place.
+        """
         self._read_fd = self._write_fd = -1
         self.path = ""
         self._file = False
         if not needed:
             return
-        if _proc_fd_available():
+        if child_fd is not None:
+            self._read_fd, write_fd = os.pipe()
+            try:
+                self._write_fd = fd_above(write_fd, child_fd) if write_fd <= child_fd else write_fd
+            except OSError:
+                os.close(self._read_fd)
+                raise
+            os.set_blocking(self._read_fd, False)
+            self.path = f"/dev/fd/{child_fd}"
+        elif _proc_fd_available():
             self._read_fd, self._write_fd = os.pipe()
             os.set_blocking(self._read_fd, False)
             self.path = f"/proc/{os.getpid()}/fd/{self._write_fd}"
         else:
             self._file = True
             self.path = os.path.join(tempfile.gettempdir(), f"bashgraph-cwd-{run_id}")
+
+    @property
+    def write_fd(self) -> int:
+        """The pipe's write end (-1 for a file channel or none)."""
+        return self._write_fd
 
     def take(self) -> str | None:
         """The last line the preamble wrote (None if none); closes the channel.
@@ -145,6 +171,14 @@ class CwdChannel:
             return Path(self.path).read_bytes()
         except OSError:
             return b""
+
+
+def fd_above(fd: int, above: int) -> int:
+    """A close-on-exec duplicate of `fd` numbered above `above`; `fd` itself is closed."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above + 1)
+    finally:
+        os.close(fd)
 
 
 @functools.cache

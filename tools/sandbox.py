@@ -100,6 +100,10 @@ class BwrapSandbox:
     """A bubblewrap sandbox for commands run in `workdir` (see the module docstring).
 
     Use as a context manager, or call `close`, to remove the task-limit cgroup afterwards.
+
+    The mounts are decided when the sandbox is made (symlinks resolved, hidden paths that exist
+    looked up), so `wrap` reads no file and may run on an event loop. A credential path created
+    after that is not hidden until a new sandbox is made.
     """
 
     workdir: str
@@ -110,6 +114,10 @@ class BwrapSandbox:
     cgroup_parent: str | None = field(default_factory=find_pids_cgroup_parent)
     bwrap: str = "bwrap"
     name: str = field(default_factory=lambda: f"bashgraph-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    _mount_args: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_mount_args", tuple(self._mounts()))  # frozen: set once here
 
     @property
     def cgroup(self) -> str | None:
@@ -124,7 +132,7 @@ class BwrapSandbox:
 
     def wrap(self, argv: Sequence[str], cwd: str, status_fd: int) -> list[str]:
         """The argv that runs `argv` in `cwd` inside the sandbox, reporting to `status_fd`."""
-        command = [self.bwrap, *self._mounts(), *_NAMESPACES]
+        command = [self.bwrap, *self._mount_args, *_NAMESPACES]
         if not self.allow_network:
             command.append("--unshare-net")
         command += ["--chdir", cwd, "--json-status-fd", str(status_fd), "--", *argv]

@@ -16,6 +16,15 @@ Phases:
   `reaper`), or after DRAINING to the pipe holders; `grace` seconds for them to exit.
 * KILLING — SIGKILL to the group and to every process found; `KILL_WAIT_S` for them to vanish.
 * DONE — whatever is still buffered in the pipes has been read; `result()` can be built.
+
+What may block (and what does not): reading the pipes never blocks (they are non-blocking), and
+neither does reaping the shell (`WNOHANG`). Writing a spill file, the `/proc` scans that stop
+processes, and waiting for killed processes do. `needs_thread(now)` says, before the step that
+would start any of them, that the rest of the run should be driven from a thread of its own (the
+async runner does so); `result_needs_thread()` says the same of building the result.
+
+Live output (`on_output`): see `live.py`; flushes are due at most every
+`live.FLUSH_INTERVAL_S`, so `wait_time` includes the next one and `step` makes it.
 """
 
 from __future__ import annotations
@@ -25,15 +34,17 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from enum import Enum
-from pathlib import Path
 
 from bashgraph.tools.capture import StreamCapture
-from bashgraph.tools.classify import RunFacts, SpawnTarget, classify, start_dir_error
-from bashgraph.tools.launch import CD_FAILED, CwdChannel
+from bashgraph.tools.classify import RunFacts, classify, start_dir_error
+from bashgraph.tools.launch import CD_FAILED
+from bashgraph.tools.live import LiveOutput, OutputCallback
 from bashgraph.tools.reaper import Reaper, pipe_names
 from bashgraph.tools.results import CommandResult
+from bashgraph.tools.sandbox import classify_sandbox_exit, read_status_fd
+from bashgraph.tools.spawn import Plan, Spawned
 
 DRAIN_S = 0.5
 KILL_WAIT_S = 0.25
@@ -55,78 +66,39 @@ class Phase(Enum):
     DONE = "done"
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """Everything decided before the spawn."""
-
-    target: SpawnTarget
-    enter_dir: str  # where the preamble must `cd` first ("" when the shell already starts there)
-    track_cwd: bool  # the command may change directory: the preamble reports where it ended
-    executable: str
-    env: dict[str, str]
-    timeout: float
-    grace: float
-    max_output_chars: int
-    spill_dir: Path | None  # None: the default, looked up only when a stream spills
-    run_id: str
-
-
-class Child:
-    """The shell process: its pid and, once reaped, its return code (negative: killed by it)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        """Reap the shell if it has exited; its return code, or None while it runs."""
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                # Someone else reaped it (SIGCHLD set to SIG_IGN): the status is lost. subprocess
-                # reports 0 in this case too.
-                self.returncode = 0
-            else:
-                if pid:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout: float) -> int | None:
-        """`poll` until the shell is reaped or `timeout` seconds have passed."""
-        until = time.monotonic() + timeout
-        while self.poll() is None and time.monotonic() < until:
-            time.sleep(0.001)
-        return self.returncode
-
-
 class Supervisor:
     """Runs one spawned command to its end; see the module docstring for the phases."""
 
     def __init__(
         self,
         plan: Plan,
-        proc: Child,
-        pipes: tuple[int, int],
-        channel: CwdChannel,
+        spawned: Spawned,
         *,
         started: float,
         forget: Callable[[int], object],
+        on_output: OutputCallback | None = None,
     ) -> None:
         self.plan = plan
-        self.proc = proc
-        self._channel = channel
+        self.proc = spawned.proc
+        self._channel = spawned.channel
+        # Open until the result is built: bwrap writing to a closed pipe dies of SIGPIPE.
+        self._status_fd = spawned.status_fd
         self.started = started
-        self._forget = forget
+        self.forget = forget
         tag = plan.run_id[:12]
         limit = plan.max_output_chars
+        pipes = spawned.pipes
         self._streams = {
             pipes[0]: StreamCapture("stdout", limit, plan.spill_dir, tag),
             pipes[1]: StreamCapture("stderr", limit, plan.spill_dir, tag),
         }
+        self._live = LiveOutput(list(self._streams.values()), on_output) if on_output else None
+        self._live_armed = False  # a flush is waiting for its time (the loop must wake for it)
+        self._last_line: str | None = None
+        self._line_taken = False
         self._open = list(pipes)
         self._order = pipes
-        self.pidfd = _pidfd_of(proc.pid)
+        self.pidfd = _pidfd_of(self.proc.pid)
         self.phase = Phase.RUNNING
         self._deadline = started + plan.timeout
         self._timed_out = self._escalated = self._leftovers_killed = False
@@ -150,10 +122,32 @@ class Supervisor:
             left = min(left, KILL_POLL_S)
         elif self.proc.returncode is None and self.pidfd < 0:
             left = min(left, EXIT_POLL_S)
+        if self._live_armed and self._live is not None:
+            left = min(left, (self._live.due_at() or now) - now)
         return None if math.isinf(left) else max(left, 0.0)
 
+    def needs_thread(self, now: float) -> bool:
+        """True when the next read or step may block (see the module docstring)."""
+        if self.phase in (Phase.TERMINATING, Phase.KILLING):
+            return True
+        if any(stream.on_disk for stream in self._streams.values()):
+            return True
+        if now < self._deadline:
+            return False
+        if self.phase is Phase.RUNNING:
+            return self.proc.returncode is None  # the timeout: the process tree is stopped
+        return self.phase is Phase.DRAINING and bool(self._open)  # the pipe holders are
+
+    def result_needs_thread(self) -> bool:
+        """True when building the result reads the disk: a spilled stream's tail, or the
+        working directory the preamble could not enter (to say why)."""
+        if any(stream.on_disk for stream in self._streams.values()):
+            return True
+        return self._channel_line() == CD_FAILED and not self._timed_out
+
     def on_ready(self, fd: int) -> bool:
-        """Handle a readable descriptor; True when a pipe closed or the shell exited."""
+        """Handle a readable descriptor; True when a pipe closed, the shell exited, or output
+        now waits for a live flush (the loop's next wake-up may have to come sooner)."""
         if fd == self.pidfd:
             self._reap()
             return True
@@ -164,7 +158,20 @@ class Supervisor:
             return True
         if stream.worth_pausing(moved):
             self._pause = SPILL_PAUSE_S
-        return False
+        return moved > 0 and self._live is not None and self._after_output(time.monotonic())
+
+    def _after_output(self, now: float) -> bool:
+        """Flush live output at once when its time has come; else arm the flush (True if new)."""
+        assert self._live is not None
+        due = self._live.due_at()
+        if due is None:
+            return False
+        if now >= due:
+            self._live.flush(now)
+            self._live_armed = False
+            return False
+        armed, self._live_armed = self._live_armed, True
+        return not armed
 
     def take_pause(self) -> float:
         """Seconds the loop should stop reading, to batch a large stream (then reset to 0).
@@ -179,6 +186,9 @@ class Supervisor:
         """Advance the phase when its condition or its deadline has been reached."""
         if self.pidfd < 0:
             self._reap()
+        if self._live_armed and self._live is not None:
+            self._live.flush_if_due(now)
+            self._live_armed = self._live.pending()
         if self.phase is Phase.RUNNING:
             self._while_running(now)
         elif self.phase is Phase.DRAINING:
@@ -191,10 +201,11 @@ class Supervisor:
     def result(self) -> CommandResult:
         """The CommandResult of a finished run (call once, when `done`)."""
         self._delivered = True
-        last_line = self._channel.take()
+        last_line = self._channel_line()
         if last_line == CD_FAILED and not self._timed_out:
             for stream in self._streams.values():
                 stream.discard()
+            self._close_status()
             return start_dir_error(self.plan.target)
         facts = RunFacts(
             target=self.plan.target,
@@ -210,7 +221,25 @@ class Supervisor:
             leftovers_killed=self._leftovers_killed,
             final_cwd=self._final_cwd(last_line),
         )
-        return classify(facts)
+        return self._sandbox_failure(facts) or classify(facts)
+
+    def _sandbox_failure(self, facts: RunFacts) -> CommandResult | None:
+        """`spawn_error` when the sandbox never started the command (see `sandbox`)."""
+        if self._status_fd < 0:
+            return None
+        status = read_status_fd(self._status_fd)
+        self._status_fd = -1
+        if facts.timed_out or facts.returncode is None:
+            return None
+        failed = classify_sandbox_exit(status, facts.returncode, facts.stderr.text,
+                                       command=facts.target.command, cwd=facts.target.start_dir)
+        return None if failed is None else replace(failed, duration_s=round(facts.duration_s, 6))
+
+    def _channel_line(self) -> str | None:
+        """The last line the preamble wrote on the cwd channel (read once, after the exit)."""
+        if not self._line_taken:
+            self._last_line, self._line_taken = self._channel.take(), True
+        return self._last_line
 
     def abort(self) -> None:
         """End a run that produced no result (interrupted, cancelled): kill it, remove its files.
@@ -229,6 +258,12 @@ class Supervisor:
         for stream in self._streams.values():
             stream.discard()
         self._channel.close()
+        self._close_status()
+
+    def _close_status(self) -> None:
+        if self._status_fd >= 0:
+            os.close(self._status_fd)
+            self._status_fd = -1
 
     def _while_running(self, now: float) -> None:
         if self.proc.returncode is not None:
@@ -282,6 +317,9 @@ class Supervisor:
             while self._streams[fd].pump(fd) > 0 and time.monotonic() < until:
                 pass
         self._close_all()
+        if self._live is not None:
+            self._live.flush(now, final=True)
+            self._live_armed = False
         self._ended_at = now
         self.phase = Phase.DONE
 
@@ -289,12 +327,12 @@ class Supervisor:
         if self.proc.returncode is None and self.proc.poll() is None:
             return
         if self.pidfd >= 0:
-            self._forget(self.pidfd)
+            self.forget(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = -1
 
     def _close_pipe(self, fd: int) -> None:
-        self._forget(fd)
+        self.forget(fd)
         os.close(fd)
         self._open.remove(fd)
 
@@ -302,7 +340,7 @@ class Supervisor:
         for fd in list(self._open):
             self._close_pipe(fd)
         if self.pidfd >= 0:
-            self._forget(self.pidfd)
+            self.forget(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = -1
         if self._reaper is not None:

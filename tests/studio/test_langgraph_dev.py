@@ -2,7 +2,10 @@
 
 One server for the module: it starts in ~1.5 s and each run costs ~1 s of queue pickup, so the
 graph's logic is tested elsewhere; this proves langgraph.json, the factory without a
-checkpointer, and the async tool path (no `--allow-blocking`) work together.
+checkpointer, and the async tool path work together. The server runs without `--allow-blocking`,
+so BlockBuster fails the run on any blocking call on the event loop (the graph factory runs
+there too); tests/tools/test_event_loop_blocking.py covers the harder paths (spill, timeout,
+cancellation) without a server.
 """
 
 from __future__ import annotations
@@ -67,23 +70,10 @@ class DevServer:
         return self.log.read_text(errors="replace")
 
 
-#: The tool path is async, so the server must run it without `--allow-blocking`. Until the
-#: execution layer stops making blocking calls on the event loop (see the xfail reason), the
-#: run is also checked with `--allow-blocking`, which proves the rest of the wiring.
-BLOCKING_CALLS = (
-    "blocking calls on the event loop in the async tool path: tools/process.py _plan "
-    "(os.getcwd in _process_cwd, os.access via shutil.which in _resolve), tools/capture.py "
-    "(tempfile.gettempdir in default_spill_dir; os.mkdir/os.open/os.write when output spills), "
-    "tools/reaper.py (os.read of /proc, os.readlink) when a process tree is stopped"
-)
-
-
-@pytest.fixture(scope="module", params=[
-    pytest.param(False, id="strict", marks=pytest.mark.xfail(strict=True, reason=BLOCKING_CALLS)),
-    pytest.param(True, id="allow-blocking"),
-])
-def dev_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    """`langgraph dev` on a free 127.0.0.1 port, a FakeOpenAIServer as its OpenAI endpoint."""
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """`langgraph dev` on a free 127.0.0.1 port (BlockBuster on: no `--allow-blocking`), a
+    FakeOpenAIServer as its OpenAI endpoint."""
     if shutil.which("langgraph") is None:
         pytest.skip("langgraph-cli is not installed (pip install 'langgraph-cli[inmem]')")
     log = tmp_path_factory.mktemp("studio-log") / "server.log"
@@ -92,20 +82,20 @@ def dev_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
             **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "BASHGRAPH_"))},
             **OFFLINE, "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "x",
             "BASHGRAPH_WORKDIR": str(tmp_path_factory.mktemp("studio-work")),
+            "BASHGRAPH_SPILL_DIR": str(tmp_path_factory.mktemp("studio-spill")),
             "BASHGRAPH_ON_ENVIRONMENT_ERROR": "stop", "BASHGRAPH_MODEL_MAX_RETRIES": "0",
         }
-        extra = ["--allow-blocking"] if request.param else []
-        with serve(env, log, extra) as url:
+        with serve(env, log) as url:
             yield DevServer(url, log, model)
 
 
 @contextmanager
-def serve(env: dict[str, str], log: Path, extra: list[str]) -> Iterator[str]:
+def serve(env: dict[str, str], log: Path) -> Iterator[str]:
     """Run `langgraph dev` from the repo root in its own process group; clear its state dir."""
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     port = free_port()
     command = ["langgraph", "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-               "--port", str(port), *extra]
+               "--port", str(port)]
     with log.open("wb") as sink:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -124,11 +114,13 @@ def serve(env: dict[str, str], log: Path, extra: list[str]) -> Iterator[str]:
 
 
 def test_a_run_through_the_sdk_runs_a_command_and_finishes(dev_server: DevServer) -> None:
-    """create thread → runs.wait: the command ran (ToolMessage artifact ok) and status is done."""
+    """create thread → runs.wait: the command ran (ToolMessage artifact ok), its stderr went over
+    the cap (a spill file, written off the event loop), and the status is done."""
     from langgraph_sdk import get_sync_client
 
     model_server = dev_server.model
-    model_server.add(tool_call("bash", {"command": "echo from-studio"}), text("it printed from-studio"))
+    command = "echo from-studio; seq 1 5000 >&2"
+    model_server.add(tool_call("bash", {"command": command}), text("it printed from-studio"))
     client = get_sync_client(url=dev_server.url)
     thread = client.threads.create()
     task: Any = {"messages": [{"role": "user", "content": "print something"}]}
@@ -138,6 +130,7 @@ def test_a_run_through_the_sdk_runs_a_command_and_finishes(dev_server: DevServer
     assert len(tools) == 1
     assert tools[0]["artifact"]["outcome"] == "ok"
     assert tools[0]["artifact"]["stdout"] == "from-studio\n"
+    assert tools[0]["artifact"]["stderr_file"] is not None
     assert state["messages"][-1]["content"] == "it printed from-studio"
     assert "BlockingError" not in dev_server.log_text()
     model_server.assert_done()

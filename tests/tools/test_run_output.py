@@ -116,8 +116,12 @@ def test_only_a_spilling_stream_on_a_big_pipe_is_batched(tmp_path: Path) -> None
     stream.feed(b"short")
     assert not stream.worth_pausing(5)  # in memory: every read is handed on at once
     read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
     try:
-        stream.feed(b"x" * 100, read_end)  # over the cap: spills and enlarges the pipe
+        stream.feed(b"x" * 100, read_end)  # over the cap: the next read spills
+        assert stream.on_disk
+        assert not stream.big_pipe
+        assert stream.pump(read_end) == -1  # nothing to read, but the spill has started
         assert stream.big_pipe
         assert stream.worth_pausing(4096)
         assert not stream.worth_pausing(capture.BIG_PIPE_BYTES)  # a full pipe: read on
