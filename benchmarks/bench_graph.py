@@ -64,8 +64,13 @@ def ours(steps: int, workdir: str, saver: Any) -> Callable[[int], None]:
 def baseline(steps: int, saver: Any) -> Callable[[int], None]:
     def go(index: int) -> None:
         agent = create_agent(ScriptedChatModel(script(steps, "true")), [bash], checkpointer=saver)
-        agent.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": f"base-{index}"}})
+        agent.invoke(task_input(), {"configurable": {"thread_id": f"base-{index}"}})
     return go
+
+
+def task_input() -> Any:
+    """The same task for both agents (typed Any: create_agent's input type wants message objects)."""
+    return {"messages": [("user", "go")]}
 
 
 def ms_per_step(run: Callable[[int], None], steps: int, repeats: int) -> float:
@@ -106,7 +111,7 @@ async def concurrent(runs: int, steps: int, sleep_s: float) -> None:
         theirs = [create_agent(ScriptedChatModel(script(steps, f"sleep {sleep_s}")), [abash]) for _ in range(runs)]
         for label, agents in (("bashgraph", mine), ("create_agent + async tool", theirs)):
             started = time.perf_counter()
-            await asyncio.gather(*(a.ainvoke({"messages": [("user", "go")]}) for a in agents))
+            await asyncio.gather(*(a.ainvoke(task_input()) for a in agents))
             wall = time.perf_counter() - started
             print(f"   {label:26} wall {wall:.2f}s   ratio to ideal {wall / ideal:.2f}x")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -23,7 +24,7 @@ def main() -> None:
             answer("I did not push; the person asked for a pull request instead."),
         ])
         agent = build_graph(model=model, config=config, checkpointer=InMemorySaver())
-        thread = {"configurable": {"thread_id": "approval-demo"}}
+        thread: RunnableConfig = {"configurable": {"thread_id": "approval-demo"}}
         agent.invoke({"messages": [("user", "publish the change")]}, thread)
 
         [question] = agent.get_state(thread).interrupts

@@ -21,7 +21,9 @@ from bashgraph.graph.routing import next_after_agent, next_after_route
 from bashgraph.graph.state import AgentState
 from bashgraph.tools.bash import make_bash_tool
 
-Agent = CompiledStateGraph[AgentState, None, AgentState, AgentState]
+#: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
+#: input: LangGraph coerces message tuples), so they are typed loosely on purpose.
+Agent = CompiledStateGraph[AgentState, None, Any, Any]
 
 
 def build_graph(

@@ -25,6 +25,7 @@ def test_postgres_urls_are_printed_unchanged() -> None:
 def test_an_answer_for_a_question_already_answered_elsewhere_runs_nothing(tmp_path: Path) -> None:
     """The CLI answers by interrupt id: a stale answer leaves the newer question pending."""
     from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
 
@@ -35,7 +36,7 @@ def test_an_answer_for_a_question_already_answered_elsewhere_runs_nothing(tmp_pa
     model = ScriptedChatModel([run("echo A > a"), run("echo B > b"), answer("ok")])
     agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), approval="always"),
                         checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "race"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "race"}}
     agent.invoke({"messages": [HumanMessage("t")]}, config)
     seen = stop_of(agent.get_state(config))  # what worker 1 shows its person
     agent.invoke(Command(resume="approve"), config)  # worker 2 answers first; B is now asked

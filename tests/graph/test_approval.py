@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -18,11 +19,11 @@ from bashgraph.tools import CommandResult
 
 def start(
     steps: list[Any], tmp_path: Path, thread: str = "a", **settings: Any
-) -> tuple[Any, ScriptedChatModel, dict[str, Any]]:
+) -> tuple[Any, ScriptedChatModel, RunnableConfig]:
     model = ScriptedChatModel(steps)
     agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), **settings),
                         checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     agent.invoke({"messages": [HumanMessage("task")]}, config)
     return agent, model, config
 
