@@ -86,7 +86,7 @@ class Reaper:
                 continue
             if self._holding is not None and not _holds(pid, self._holding):
                 continue
-            pidfd = _open_pidfd(pid)
+            pidfd = open_pidfd(pid)
             # Re-check after opening: the pid may have been reused in between.
             if _belongs(pid, self.leader, self._token) is None:
                 if pidfd >= 0:
@@ -174,7 +174,8 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-def _open_pidfd(pid: int) -> int:
+def open_pidfd(pid: int) -> int:
+    """A pidfd for `pid` (signals reach exactly that process, never a reused pid), or -1."""
     if not hasattr(os, "pidfd_open"):
         return -1
     try:

@@ -41,7 +41,7 @@ from bashgraph.tools.capture import StreamCapture
 from bashgraph.tools.classify import RunFacts, classify, start_dir_error
 from bashgraph.tools.launch import CD_FAILED
 from bashgraph.tools.live import LiveOutput, OutputCallback
-from bashgraph.tools.reaper import Reaper, pipe_names
+from bashgraph.tools.reaper import Reaper, open_pidfd, pipe_names
 from bashgraph.tools.results import CommandResult
 from bashgraph.tools.sandbox import classify_sandbox_exit, read_status_fd
 from bashgraph.tools.spawn import Plan, Spawned
@@ -98,7 +98,7 @@ class Supervisor:
         self._line_taken = False
         self._open = list(pipes)
         self._order = pipes
-        self.pidfd = _pidfd_of(self.proc.pid)
+        self.pidfd = open_pidfd(self.proc.pid)
         self.phase = Phase.RUNNING
         self._deadline = started + plan.timeout
         self._timed_out = self._escalated = self._leftovers_killed = False
@@ -353,12 +353,3 @@ class Supervisor:
         if not self.plan.track_cwd:
             return self.plan.target.start_dir  # the command cannot have moved the shell
         return last_line if last_line and last_line.startswith("/") else None
-
-
-def _pidfd_of(pid: int) -> int:
-    if not hasattr(os, "pidfd_open"):
-        return -1
-    try:
-        return os.pidfd_open(pid)
-    except OSError:
-        return -1
