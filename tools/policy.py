@@ -24,13 +24,14 @@ import os
 import posixpath
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
+from bashgraph.tools.policy_checks import BUILTIN_CHECKS, COMMAND_CHECKS, Check, Context, resolve_path
 from bashgraph.tools.shellsplit import ShellSyntaxError, SimpleCommand, split_command
-from bashgraph.tools.wrappers import View, find_start_paths, views
+from bashgraph.tools.wrappers import View, views
 
 Action = Literal["allow", "ask", "deny"]
 Mode = Literal["never", "rules", "always"]
@@ -67,26 +68,7 @@ class Decision:
     part: str
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What the built-in checks know about where a part runs. `cwd` is None once unknown."""
-
-    workdir: str
-    cwd: str | None
-    home: str
-    command: str
-
-
-Check = Callable[[SimpleCommand, View, Context], bool]
 _GIT = r"^git(?: -[Cc] \S+| -\S+)*"
-_SYSTEM_DIRS = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                "/sys", "/proc/sys")
-_DISKS = re.compile(r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|loop|dm-|md|sr|mapper/|disk/|mem$|kmem$)")
-_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
-_FORK_BOMB = re.compile(
-    r"(?:function\s+(?P<a>[^\s(){}|&;<>]+)\s*(?:\(\s*\))?|(?P<b>[^\s(){}|&;<>]+)\s*\(\s*\))"
-    r"\s*\{[^}]*?(?:(?P=a)|(?P=b))\s*\|&?\s*(?:(?P=a)|(?P=b))")
-_CHMOD_OPTION = re.compile(r"-[Rcfvh]+|--[a-z][\w-]*(?:=.*)?")
 
 
 def _unparsed_view(command: str) -> View:
@@ -118,7 +100,7 @@ class Policy:
         for action in _PRECEDENCE:
             for rule in (r for r in self.rules if r.action == action):
                 match = _matcher(rule.pattern)
-                targets = [whole] if rule.pattern in _COMMAND_CHECKS else checked
+                targets = [whole] if rule.pattern in COMMAND_CHECKS else checked
                 for part, context, part_views in targets:
                     if any(match(part, view, context) for view in part_views):
                         return self._apply_mode(_decision(rule, part.text))
@@ -239,9 +221,9 @@ def _cd_target(words: tuple[str, ...], context: Context) -> str | None:
 def _matcher(pattern: str) -> Check:
     """The compiled test for one pattern (cached: the same rules are checked on every command)."""
     if pattern.startswith("@"):
-        check = BUILTIN_CHECKS.get(pattern) or _COMMAND_CHECKS.get(pattern)
+        check = BUILTIN_CHECKS.get(pattern) or COMMAND_CHECKS.get(pattern)
         if check is None:
-            known = sorted({*BUILTIN_CHECKS, *_COMMAND_CHECKS})
+            known = sorted({*BUILTIN_CHECKS, *COMMAND_CHECKS})
             raise PolicyError(f"unknown built-in check {pattern!r}; known: {known}")
         return check
     if pattern.startswith("re:"):
@@ -256,128 +238,6 @@ def _matcher(pattern: str) -> Check:
     bare = pattern[:-2] if pattern.endswith(" *") else None
     return lambda _part, view, _context: bool(view.words) and (
         glob.match(text := " ".join(view.words)) is not None or text == bare)
-
-
-def resolve_path(path: str, context: Context) -> str | None:
-    """`path` made absolute and normalised, or None when it depends on run-time values."""
-    if "$" in path or "`" in path:
-        return None
-    if path == "~" or path.startswith("~/"):
-        path = context.home + path[1:]
-    elif path.startswith("~"):
-        return None  # ~user
-    if not path.startswith("/"):
-        if context.cwd is None:
-            return None
-        path = posixpath.join(context.cwd, path)
-    return posixpath.normpath(path)
-
-
-def inside_workdir(path: str, context: Context) -> bool:
-    """True when `path` (or, for a glob, everything it can match) is below the workdir.
-
-    The workdir itself is not "inside": `rm -rf .` deletes it. A component such as `.*` can match
-    `..` in older bash, so it counts as unknown.
-    """
-    first_glob = min((i for i, c in enumerate(path) if c in "*?["), default=-1)
-    if first_glob < 0:
-        resolved = resolve_path(path, context)
-        return resolved is not None and _below(resolved, context.workdir, strict=True)
-    head, _, rest = path[:first_glob].rpartition("/")
-    if (rest + path[first_glob:]).startswith("."):
-        return False
-    base = resolve_path(head or ("/" if path.startswith("/") else "."), context)
-    return base is not None and _below(base, context.workdir, strict=False)
-
-
-def _below(path: str, root: str, strict: bool) -> bool:
-    if path == root:
-        return not strict
-    return path.startswith(root.rstrip("/") + "/")
-
-
-def _split_options(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """GNU-style: options anywhere before `--`, operands everything else."""
-    if "--" in args:
-        cut = list(args).index("--")
-        flags, operands = _split_options(args[:cut])
-        return flags, operands + list(args[cut + 1 :])
-    flags = [a for a in args if a.startswith("-") and len(a) > 1]
-    return flags, [a for a in args if not (a.startswith("-") and len(a) > 1)]
-
-
-def _rm_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> bool:
-    words = view.words
-    if words[:1] == ("rm",):
-        flags, targets = _split_options(words[1:])
-        forced = any(f in ("--recursive", "--force") or (f[1] != "-" and set(f[1:]) & set("rRf"))
-                     for f in flags)
-        if not forced:
-            return False
-    elif words[:1] == ("find",) and "-delete" in words:
-        targets = [f"{start.rstrip('/')}/*" for start in find_start_paths(words)]
-    else:
-        return False
-    if not targets:
-        return view.args_from_stdin  # `… | xargs rm -rf`: the paths are not known
-    return not all(inside_workdir(target, context) for target in targets)
-
-
-def _chmod_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> bool:
-    words = view.words
-    if not words or words[0] not in ("chmod", "chown", "chgrp"):
-        return False
-    flags = [w for w in words[1:] if _CHMOD_OPTION.fullmatch(w)]
-    operands = [w for w in words[1:] if not _CHMOD_OPTION.fullmatch(w)]  # `-w` is a mode
-    if not any(f == "--recursive" or (f[1] != "-" and "R" in f) for f in flags):
-        return False
-    targets = operands if any(f.startswith("--reference") for f in flags) else operands[1:]
-    return not all(inside_workdir(target, context) for target in targets)
-
-
-def _write_system_path(part: SimpleCommand, view: View, context: Context) -> bool:
-    targets = [r.target for r in part.redirects
-               if r.op in _WRITE_OPS and not r.target.isdigit() and r.target != "-"]
-    words = view.words
-    flags, operands = _split_options(words[1:])
-    name = words[0] if words else ""
-    if name in ("tee", "truncate"):
-        targets += operands
-    elif name in ("cp", "mv", "install", "ln", "rsync") and len(operands) >= 2:
-        targets.append(operands[-1])
-    elif name == "dd":
-        targets += [w[3:] for w in words[1:] if w.startswith("of=")]
-    if name in ("cp", "mv", "install", "ln"):
-        targets += [w.split("=", 1)[1] for w in flags if w.startswith("--target-directory=")]
-        targets += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-t"]
-    return any(_is_system_path(target, context) for target in targets)
-
-
-def _is_system_path(target: str, context: Context) -> bool:
-    resolved = resolve_path(target, context)
-    if resolved is None:
-        return False
-    return _DISKS.match(resolved) is not None or any(
-        _below(resolved, root, strict=False) for root in _SYSTEM_DIRS)
-
-
-def _download_to_shell(part: SimpleCommand, view: View, _context: Context) -> bool:
-    return view.words[:1] in (("curl",), ("wget",), ("fetch",)) and bool(part.executed_by)
-
-
-def _fork_bomb(_part: SimpleCommand, _view: View, context: Context) -> bool:
-    return _FORK_BOMB.search(context.command) is not None
-
-
-#: Checks that need more than text, usable in any rule as `@name`.
-BUILTIN_CHECKS: dict[str, Check] = {
-    "@rm-outside-workdir": _rm_outside_workdir,
-    "@chmod-outside-workdir": _chmod_outside_workdir,
-    "@write-system-path": _write_system_path,
-    "@download-to-shell": _download_to_shell,
-}
-#: Checks on the whole line rather than one part.
-_COMMAND_CHECKS: dict[str, Check] = {"@fork-bomb": _fork_bomb}
 
 
 def _ask(pattern: str, reason: str) -> Rule:
