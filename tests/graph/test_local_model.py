@@ -13,16 +13,8 @@ from langchain_core.tools import tool
 
 from bashgraph.graph import local_model
 from bashgraph.graph.errors import ConfigError
-from bashgraph.graph.local_model import (
-    LocalChatModel,
-    Turn,
-    build_turns,
-    chatml_turn,
-    create_local_model,
-    fit_turns,
-    parse_reply,
-    to_chatml,
-)
+from bashgraph.graph.local_model import LocalChatModel, create_local_model
+from bashgraph.graph.local_prompt import Turn, build_turns, chatml_turn, fit_turns, parse_reply, to_chatml
 
 SYSTEM = "You are a careful engineer working in a Linux shell through the `bash` tool."
 
