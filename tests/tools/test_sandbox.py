@@ -9,13 +9,13 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from bashgraph.tools.results import Outcome, SpawnErrorKind
+from bashgraph.tools.results import CommandResult, SpawnErrorKind
 from bashgraph.tools.sandbox import (
     BwrapSandbox,
     classify_sandbox_exit,
@@ -48,6 +48,15 @@ def run_in(sandbox: BwrapSandbox, script: str, cwd: str | None = None) -> Ran:
     finally:
         os.close(write_end)
     return Ran(done.returncode, done.stdout, done.stderr, read_status_fd(read_end))
+
+
+def start(wrap: Callable[[int], list[str]], command: str = "") -> tuple[str, CommandResult | None]:
+    """Run the argv `wrap(status_fd)` builds; its stdout, and `classify_sandbox_exit`'s verdict."""
+    read_end, write_end = os.pipe()
+    argv = wrap(write_end)
+    done = subprocess.run(argv, pass_fds=(write_end,), capture_output=True, text=True, timeout=30, check=False)
+    os.close(write_end)
+    return done.stdout, classify_sandbox_exit(read_status_fd(read_end), done.returncode, done.stderr, command=command)
 
 
 def processes_with_arg(marker: str) -> list[int]:
@@ -86,81 +95,6 @@ def refusals(cgroup: Path) -> int:
 def sandbox(tmp_path: Path) -> Iterator[BwrapSandbox]:
     with BwrapSandbox(str(tmp_path), hidden_paths=()) as box:
         yield box
-
-
-def test_wrap_builds_the_documented_isolation(tmp_path: Path) -> None:
-    """The argv binds / read-only, the workdir writable, drops caps and reports on the fd."""
-    argv = BwrapSandbox(str(tmp_path), hidden_paths=(), cgroup_parent=None).wrap(
-        ["bash", "-c", "true"], str(tmp_path), 7)
-    assert argv[0] == "bwrap"
-    assert argv[-4:] == ["--", "bash", "-c", "true"]
-    text = " ".join(argv)
-    for piece in ("--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp",
-                  f"--bind {tmp_path} {tmp_path}", "--unshare-pid", "--unshare-net",
-                  "--die-with-parent", "--new-session", "--cap-drop ALL", "--json-status-fd 7",
-                  f"--chdir {tmp_path}"):
-        assert piece in text
-
-
-def test_wrap_keeps_the_network_when_allowed(tmp_path: Path) -> None:
-    """allow_network=True leaves the network namespace shared."""
-    argv = BwrapSandbox(str(tmp_path), allow_network=True, hidden_paths=(),
-                        cgroup_parent=None).wrap(["true"], str(tmp_path), 3)
-    assert "--unshare-net" not in argv
-
-
-def test_wrap_hides_dirs_with_tmpfs_files_with_dev_null_and_skips_missing(tmp_path: Path) -> None:
-    """Existing hidden dirs get a tmpfs, files /dev/null, missing paths nothing."""
-    (tmp_path / "dir").mkdir()
-    (tmp_path / "file").write_text("x")
-    box = BwrapSandbox(str(tmp_path / "dir"), cgroup_parent=None, hidden_paths=(
-        str(tmp_path / "file"), str(tmp_path / "missing")))
-    argv = box.wrap(["true"], str(tmp_path), 3)
-    assert " ".join(argv).count(f"--ro-bind /dev/null {tmp_path / 'file'}") == 1
-    assert str(tmp_path / "missing") not in argv
-
-
-def test_default_hidden_paths_cover_credentials_and_the_state_dir() -> None:
-    """~/.ssh, ~/.aws, ~/.config, ~/.netrc and $XDG_STATE_HOME/bashgraph are hidden."""
-    paths = default_hidden_paths({"HOME": "/h", "XDG_STATE_HOME": "/s"})
-    for expected in ("/h/.ssh", "/h/.aws", "/h/.config", "/h/.netrc", "/h/.gnupg", "/s/bashgraph"):
-        assert expected in paths
-    assert "/h/.local/state/bashgraph" in default_hidden_paths({"HOME": "/h"})
-
-
-def test_classify_returns_none_when_the_command_ran() -> None:
-    """An exit-code document means bwrap's status is the command's own."""
-    status = '{ "child-pid": 12 }\n{ "exit-code": 1 }\n'
-    assert classify_sandbox_exit(status, 1, "ls: cannot access") is None
-
-
-def test_classify_returns_none_when_bwrap_was_killed() -> None:
-    """A negative status (a timeout kill) is left to the caller's own classification."""
-    assert classify_sandbox_exit("", -9, "") is None
-
-
-def test_classify_reports_a_sandbox_that_never_started_with_bwraps_message() -> None:
-    """No exit-code document and a positive status is spawn_error/sandbox with bwrap's line."""
-    result = classify_sandbox_exit('{ "child-pid": 5 }', 1, "bwrap: Can't mount proc\n",
-                                   command="ls", cwd="/w")
-    assert result is not None
-    assert (result.outcome, result.spawn_error) == (Outcome.SPAWN_ERROR, SpawnErrorKind.SANDBOX)
-    assert (result.detail, result.command, result.cwd) == ("bwrap: Can't mount proc", "ls", "/w")
-
-
-def test_classify_tolerates_an_unreadable_status_and_no_message() -> None:
-    """Garbage status text and empty stderr still give a sandbox failure with a reason."""
-    result = classify_sandbox_exit("{not json", 1, "")
-    assert result is not None
-    assert result.spawn_error is SpawnErrorKind.SANDBOX
-    assert result.detail == "the sandbox exited with status 1 before the command started"
-
-
-def test_sandbox_available_names_a_missing_bwrap() -> None:
-    """A bwrap that is not on PATH is reported, not raised."""
-    reason = sandbox_available("bwrap-does-not-exist-here")
-    assert reason is not None
-    assert "not found" in reason
 
 
 @needs_bwrap
@@ -355,17 +289,16 @@ def test_a_sandbox_that_cannot_start_is_a_sandbox_spawn_error(
     """bwrap's refusal to start is spawn_error/sandbox carrying bwrap's own message."""
     workdir = tmp_path / "gone" if breakage == "missing_workdir" else tmp_path
     parent = "/proc" if breakage == "cgroup_unusable" else None
-    read_end, write_end = os.pipe()
     with BwrapSandbox(str(workdir), hidden_paths=(), cgroup_parent=parent) as box:
-        argv = box.wrap(["bash", "-c", "echo ran"], str(tmp_path), write_end)
-        if breakage == "unknown_option":
-            argv.insert(argv.index("bwrap") + 1, "--no-such-option")
-        done = subprocess.run(argv, pass_fds=(write_end,), capture_output=True, text=True,
-                              timeout=30, check=False)
-    os.close(write_end)
-    result = classify_sandbox_exit(read_status_fd(read_end), done.returncode, done.stderr,
-                                   command="echo ran")
-    assert done.stdout == ""
+
+        def broken(status_fd: int) -> list[str]:
+            argv = box.wrap(["bash", "-c", "echo ran"], str(tmp_path), status_fd)
+            if breakage == "unknown_option":
+                argv.insert(argv.index("bwrap") + 1, "--no-such-option")
+            return argv
+
+        stdout, result = start(broken, "echo ran")
+    assert stdout == ""
     assert result is not None
     assert result.spawn_error is SpawnErrorKind.SANDBOX
     assert result.detail is not None
@@ -375,12 +308,7 @@ def test_a_sandbox_that_cannot_start_is_a_sandbox_spawn_error(
 @needs_bwrap
 def test_a_program_missing_inside_the_sandbox_is_not_found(sandbox: BwrapSandbox) -> None:
     """bwrap's execvp ENOENT is spawn_error/not_found, like a missing shell outside."""
-    read_end, write_end = os.pipe()
-    argv = sandbox.wrap(["/no/such/shell", "-c", "true"], sandbox.workdir, write_end)
-    done = subprocess.run(argv, pass_fds=(write_end,), capture_output=True, text=True,
-                          timeout=30, check=False)
-    os.close(write_end)
-    result = classify_sandbox_exit(read_status_fd(read_end), done.returncode, done.stderr)
+    _, result = start(lambda fd: sandbox.wrap(["/no/such/shell", "-c", "true"], sandbox.workdir, fd))
     assert result is not None
     assert result.spawn_error is SpawnErrorKind.NOT_FOUND
     assert result.detail == "bwrap: execvp /no/such/shell: No such file or directory"
@@ -389,12 +317,7 @@ def test_a_program_missing_inside_the_sandbox_is_not_found(sandbox: BwrapSandbox
 @needs_bwrap
 def test_a_missing_start_directory_is_not_found(sandbox: BwrapSandbox, tmp_path: Path) -> None:
     """bwrap's failed --chdir is spawn_error/not_found, as a missing cwd is without a sandbox."""
-    read_end, write_end = os.pipe()
-    argv = sandbox.wrap(["bash", "-c", "true"], str(tmp_path / "gone"), write_end)
-    done = subprocess.run(argv, pass_fds=(write_end,), capture_output=True, text=True,
-                          timeout=30, check=False)
-    os.close(write_end)
-    result = classify_sandbox_exit(read_status_fd(read_end), done.returncode, done.stderr)
+    _, result = start(lambda fd: sandbox.wrap(["bash", "-c", "true"], str(tmp_path / "gone"), fd))
     assert result is not None
     assert result.spawn_error is SpawnErrorKind.NOT_FOUND
     assert result.detail == f"bwrap: Can't chdir to {tmp_path / 'gone'}: No such file or directory"
