@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -51,8 +51,7 @@ async def astream(
     stream_kwargs.setdefault("durability", "sync")  # see Session.run
     config: RunnableConfig = thread_config(thread_id, checkpoint_id)
     with session.lock(thread_id), store_errors(session.location):
-        # A plain dict is a valid input; the stubs only name the state type.
-        async for chunk in session.agent.astream(cast(Any, inputs), config, **stream_kwargs):
+        async for chunk in session.agent.astream(inputs, config, **stream_kwargs):
             yield chunk
 
 

@@ -59,11 +59,11 @@ def test_ctrl_c_kills_the_commands_and_resume_reports_them_interrupted(
         assert (cli.workdir / f"runs-{name}").read_text() == "ran\n"
 
 
-STUBBORN = """
+SLOW_TO_STOP = """
 import asyncio
 from bashgraph.graph.cli_signals import SigintGuard
 
-async def stubborn():
+async def slow_to_stop():
     print("ready", flush=True)
     try:
         await asyncio.sleep(60)
@@ -71,13 +71,13 @@ async def stubborn():
         print("cancelled", flush=True)
         await asyncio.sleep(60)  # a clean-up that never ends
 
-SigintGuard().run(stubborn())
+SigintGuard().run(slow_to_stop())
 """
 
 
 def test_second_ctrl_c_exits_at_once_even_if_cleanup_hangs(tmp_path: Path) -> None:
     """The first SIGINT cancels the work; a second exits 130 without waiting for it."""
-    proc = subprocess.Popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_TO_STOP], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 
 def running(pid: int) -> bool:
@@ -56,3 +58,19 @@ def marked_processes(marker: str) -> list[int]:
         if marker.encode() in environ and running(int(name)):
             found.append(int(name))
     return found
+
+
+async def cancel_once_started(pids: Path, command: str, **options: Any) -> bool:
+    """Run `command` (which must write its pids to `pids`) with `arun_command`, cancel it as soon
+    as the pids are there, and say whether the cancellation propagated out of `await`."""
+    from bashgraph.tools import arun_command
+
+    task = asyncio.create_task(arun_command(command, **options))
+    while not pids.exists() or not pids.read_text().strip():
+        await asyncio.sleep(0.01)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        return True
+    return False

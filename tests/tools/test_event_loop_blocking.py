@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from proctools import gone_within, read_pids
+from proctools import cancel_once_started, gone_within, read_pids
 
 from bashgraph.graph.build import build_graph
 from bashgraph.graph.config import AgentConfig
@@ -136,17 +136,10 @@ def test_cancelling_kills_the_tree_off_the_loop(tmp_path: Path) -> None:
         noisy = "seq 1 100000; " if handed_over else ""
 
         async def cancel_soon(pids: Path = pids, noisy: str = noisy) -> bool:
-            task = asyncio.create_task(arun_command(
-                f"{noisy}sleep 30 & echo $! $$ > {pids}; sleep 30", cwd=tmp_path,
-                max_output_chars=100, spill_dir=tmp_path))
-            while not pids.exists() or not pids.read_text().strip():
-                await asyncio.sleep(0.01)
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                return True
-            return False
+            cancelled: bool = await cancel_once_started(
+                pids, f"{noisy}sleep 30 & echo $! $$ > {pids}; sleep 30",
+                cwd=tmp_path, max_output_chars=100, spill_dir=tmp_path)
+            return cancelled
 
         assert run_strict(cancel_soon)
         assert all(gone_within(pid, 1) for pid in read_pids(pids))

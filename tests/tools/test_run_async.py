@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from proctools import gone_within, marked_processes, read_pids
+from proctools import cancel_once_started, gone_within, marked_processes, read_pids
 
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, arun_command, run_command
 
@@ -69,18 +69,7 @@ def test_cancelling_kills_the_process_tree(tmp_path: Path) -> None:
     """Cancelling the coroutine kills the command and what it started, then propagates."""
     pids = tmp_path / "pids"
 
-    async def cancel_soon() -> bool:
-        task = asyncio.create_task(arun_command(f"sleep 30 & echo $! $$ > {pids}; sleep 30"))
-        while not pids.exists() or not pids.read_text().strip():
-            await asyncio.sleep(0.01)
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            return True
-        return False
-
-    assert asyncio.run(cancel_soon())
+    assert asyncio.run(cancel_once_started(pids, f"sleep 30 & echo $! $$ > {pids}; sleep 30"))
     assert all(gone_within(pid, 1) for pid in read_pids(pids))
 
 
