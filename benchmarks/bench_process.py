@@ -5,8 +5,9 @@
 
 1. Per-call cost of `run_command("true")` and `arun_command("true")` against the floor,
    `os.posix_spawn` of `bash -c true` + `waitpid`, and `subprocess.run`, as ratios to the floor.
-   Rounds of each variant are interleaved; the fastest round of each counts (the machine's noise
-   only ever adds time).
+   Every round calls each variant once, so all of them see the same machine; the median of each
+   variant's calls is compared (and the 10th percentile, the quiet end of the noise). The
+   "capture floor" is the floor plus the kernel work any runner that captures output does.
 2. timeout=1 s on four commands that leave processes behind: seconds until control is back and
    processes still running right after it, against `subprocess.run(..., timeout=1)` (whose
    leftovers are then killed by this script).
@@ -31,12 +32,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+
+import spawn_floors
 
 from bashgraph.tools import arun_command, run_command
 
-BASH = "/bin/bash" if os.path.exists("/bin/bash") else "/usr/bin/bash"
 LEAVERS = [
     "sleep 30 & sleep 30",
     "(sleep 30 &); sleep 30",
@@ -45,35 +47,64 @@ LEAVERS = [
 ]
 
 
-def per_call(calls: int, rounds: int) -> None:
-    env = dict(os.environ)
+def per_call(rounds: int) -> None:
+    """Each round calls every variant once, in the same order, on one event loop's thread; the
+    median of each variant's per-call times is compared (with p10: the quiet end of the noise)."""
     elsewhere = tempfile.gettempdir()
-
-    def floor() -> None:
-        os.waitpid(os.posix_spawn(BASH, ["bash", "-c", "true"], env), 0)
-
-    def sub_run() -> None:
-        subprocess.run(["bash", "-c", "true"], capture_output=True, check=False)
-
-    async def ours_async_batch() -> None:
-        for _ in range(calls):
-            await arun_command("true")
-
-    variants: dict[str, Callable[[], float]] = {
-        "os.posix_spawn (floor)": lambda: _mean(floor, calls),
-        "subprocess.run": lambda: _mean(sub_run, calls),
-        "run_command": lambda: _mean(lambda: run_command("true"), calls),
-        "arun_command": lambda: _timed(lambda: asyncio.run(ours_async_batch())) / calls,
-        "run_command, cwd=/tmp": lambda: _mean(lambda: run_command("true", cwd=elsewhere), calls),
-        "run_command `cd . && true`": lambda: _mean(lambda: run_command("cd . && true"), calls),
+    variants: dict[str, Callable[[], Awaitable[object] | None]] = {
+        "os.posix_spawn (floor)": spawn_floors.floor,
+        "capture floor": spawn_floors.capture_floor,
+        "bare runner": _bare,
+        "subprocess.run": _subprocess_true,
+        "run_command": functools.partial(_sync, "true"),
+        "arun_command": functools.partial(arun_command, "true"),
+        "run_command, cwd=/tmp": functools.partial(_sync, "true", cwd=elsewhere),
+        "run_command `cd . && true`": functools.partial(_sync, "cd . && true"),
     }
-    best = _fastest_rounds(variants, rounds)
-    floor_s = best["os.posix_spawn (floor)"]
-    print(f"\n1. per call: `true`, {rounds} interleaved rounds of {calls} calls, fastest round")
-    print(f"   {'variant':<28} {'ms/call':>8} {'x floor':>8}")
-    for name, seconds in best.items():
-        print(f"   {name:<28} {seconds * 1e3:8.3f} {seconds / floor_s:8.2f}")
+    times = asyncio.run(_alternate(variants, rounds))
+    floor_median, floor_p10 = _quantile(times["os.posix_spawn (floor)"], 0.5), _quantile(
+        times["os.posix_spawn (floor)"], 0.1)
+    print(f"\n1. per call: `true`, {rounds} rounds, each variant once per round (alternating)")
+    print(f"   {'variant':<28} {'median ms':>9} {'x floor':>8} {'p10 ms':>8} {'x floor':>8}")
+    for name, samples in times.items():
+        median, p10 = _quantile(samples, 0.5), _quantile(samples, 0.1)
+        print(f"   {name:<28} {median * 1e3:9.3f} {median / floor_median:8.2f} "
+              f"{p10 * 1e3:8.3f} {p10 / floor_p10:8.2f}")
+    print("   (capture floor: the floor plus what any runner that captures output must do — two")
+    print("    pipes, stdin from /dev/null, a new session, reading both pipes to their end;")
+    print("    bare runner: the least a runner with run_command's guarantees pays, see spawn_floors)")
     print("   (cwd=/tmp: the preamble `cd`s; `cd`: the command may move, an EXIT trap reports where)")
+
+
+def _bare() -> None:
+    spawn_floors.bare_runner()
+
+
+def _sync(command: str, cwd: str | None = None) -> None:
+    run_command(command, cwd=cwd)
+
+
+def _subprocess_true() -> None:
+    subprocess.run(["bash", "-c", "true"], capture_output=True, check=False)
+
+
+async def _alternate(
+    variants: dict[str, Callable[[], Awaitable[object] | None]], rounds: int
+) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, call in variants.items():
+            started = time.perf_counter()
+            pending = call()
+            if pending is not None:
+                await pending
+            times[name].append(time.perf_counter() - started)
+    return times
+
+
+def _quantile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(int(len(ordered) * q), len(ordered) - 1)]
 
 
 def external_program(calls: int, rounds: int) -> None:
@@ -230,7 +261,7 @@ def main() -> None:
     started = time.perf_counter()
     print(f"bench_process {'--quick' if quick else '(full)'}: python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    per_call(calls=100, rounds=3 if quick else 30)
+    per_call(rounds=200 if quick else 2000)
     external_program(calls=50, rounds=2 if quick else 15)
     timeouts()
     big_output(size=50_000_000 if quick else 500_000_000, repeats=1 if quick else 3,

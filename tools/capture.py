@@ -23,8 +23,8 @@ import functools
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 CHUNK_BYTES = 64 * 1024
 SPLICE_BYTES = 1024 * 1024
@@ -74,8 +74,7 @@ def default_spill_dir() -> Path:
     return Path(tempfile.gettempdir()) / "bashgraph-spill"
 
 
-@dataclass(frozen=True, slots=True)
-class Captured:
+class Captured(NamedTuple):
     """What one stream left behind: its safe (capped) text and the facts about its size."""
 
     text: str

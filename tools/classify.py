@@ -11,8 +11,7 @@ from __future__ import annotations
 import errno as _errno
 import os
 import stat
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from bashgraph.tools.capture import Captured
 from bashgraph.tools.results import (
@@ -33,8 +32,7 @@ _MISSING_ERRNOS = frozenset({_errno.ENOENT, _errno.ENOTDIR, _errno.ELOOP, _errno
 _DENIED_ERRNOS = frozenset({_errno.EACCES, _errno.EPERM, _errno.ENOEXEC})
 
 
-@dataclass(frozen=True, slots=True)
-class SpawnTarget:
+class SpawnTarget(NamedTuple):
     """What a spawn tried to use, to name the culprit when it fails."""
 
     command: str
@@ -98,8 +96,7 @@ def start_dir_error(target: SpawnTarget) -> CommandResult:
     return spawn_failure(kind, target.command, detail, cwd=target.start_dir, errno=code)
 
 
-@dataclass(frozen=True, slots=True)
-class RunFacts:
+class RunFacts(NamedTuple):
     """Everything a run left behind, as plain values."""
 
     target: SpawnTarget

@@ -38,16 +38,14 @@ thread of its own (`ThreadedChildWatcher`) and costs more per call (see docs/ben
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import math
 import os
 import select
-import selectors
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from bashgraph.tools import handover, launch, spawn
 from bashgraph.tools.classify import SpawnTarget, spawn_error_result
@@ -66,8 +64,7 @@ DEFAULT_GRACE = 2.0
 _PathArg = str | os.PathLike[str]
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
+class _Request(NamedTuple):
     """The caller's arguments, as given (checked by `_plan`)."""
 
     command: str
@@ -122,7 +119,7 @@ def run_command(
     if isinstance(plan, CommandResult):
         return plan
     if not plan.executable:
-        plan = replace(plan, executable=spawn.resolve(shell, plan.env.get("PATH")))
+        plan = plan._replace(executable=spawn.resolve(shell, plan.env.get("PATH")))
     spawned = spawn.spawn(plan)
     if isinstance(spawned, CommandResult):
         return spawned
@@ -172,9 +169,9 @@ async def arun_command(
     if not plan.executable:  # a shell name not looked up yet: once per name and PATH
         path = plan.env.get("PATH")
         found = await handover.in_thread(loop, functools.partial(spawn.resolve, shell, path))
-        plan = replace(plan, executable=found)
+        plan = plan._replace(executable=found)
     try:
-        inner = selectors.DefaultSelector()  # before the spawn: failing here leaves nothing running
+        inner = handover.ReadySet()  # before the spawn: failing here leaves nothing running
     except OSError as exc:
         return spawn_error_result(exc, plan.target)
     spawned = spawn.spawn(plan)
@@ -182,11 +179,10 @@ async def arun_command(
         inner.close()
         return spawned
     relay = handover.OutputRelay(guarded(on_output)) if on_output else None
-    sup = Supervisor(plan, spawned, started=started, forget=functools.partial(_unregister, inner),
-                     on_output=relay)
+    sup = Supervisor(plan, spawned, started=started, forget=inner.unregister, on_output=relay)
     try:
         for fd in sup.watched():
-            inner.register(fd, selectors.EVENT_READ)
+            inner.register(fd)
         finished_here = await handover.LoopDriver(loop, inner, sup).run()
     except asyncio.CancelledError:
         await handover.abort_in_thread(loop, sup)
@@ -201,9 +197,11 @@ async def arun_command(
     return await handover.finish_in_thread(loop, sup, relay)
 
 
-def _unregister(poller: select.poll | selectors.BaseSelector, fd: int) -> None:
-    with contextlib.suppress(KeyError, OSError, ValueError):
+def _unregister(poller: select.poll, fd: int) -> None:
+    try:  # three times per command: a bare `try` costs less than `contextlib.suppress`
         poller.unregister(fd)
+    except (KeyError, OSError, ValueError):
+        return
 
 
 def _plan(request: _Request) -> Plan | CommandResult:

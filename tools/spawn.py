@@ -14,16 +14,16 @@ directory itself (`--chdir`), so the preamble never `cd`s there.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from bashgraph.tools import launch
 from bashgraph.tools.classify import SpawnTarget, sandbox_spawn_error, spawn_error_result
+from bashgraph.tools.descriptors import inheritable_descriptors
 from bashgraph.tools.launch import CwdChannel
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.sandbox import Sandbox
@@ -32,8 +32,7 @@ from bashgraph.tools.sandbox import Sandbox
 STATUS_FD = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(NamedTuple):
     """Everything decided before the spawn."""
 
     target: SpawnTarget
@@ -78,8 +77,7 @@ class Child:
         return self.returncode
 
 
-@dataclass(frozen=True, slots=True)
-class Spawned:
+class Spawned(NamedTuple):
     """What a successful spawn hands to the Supervisor."""
 
     proc: Child
@@ -173,22 +171,8 @@ _DEFAULT_SIGNALS = tuple(
 
 
 def _close_inherited() -> list[tuple[int | str, ...]]:
-    """Close actions for inheritable descriptors above 2 (what `subprocess` does by default).
-
-    Python opens everything non-inheritable, so this list is almost always empty; a C library
-    that opened a descriptor without O_CLOEXEC is the reason to look.
-    """
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
-        return []
-    actions: list[tuple[int | str, ...]] = []
-    for name in names:
-        fd = int(name)
-        with contextlib.suppress(OSError):  # the descriptor listdir itself used is gone
-            if fd > 2 and os.get_inheritable(fd):
-                actions.append((os.POSIX_SPAWN_CLOSE, fd))
-    return actions
+    """Close actions for inheritable descriptors above 2 (what `subprocess` does by default)."""
+    return [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
 
 
 _resolved: dict[tuple[str, str | None], str] = {}
