@@ -134,11 +134,13 @@ class LoopDriver:
         self.wake: asyncio.Future[None] = loop.create_future()
         self.wake_at = math.inf  # when the coroutine wakes up by itself if nothing happens
         self.handing_over = False
+        self.watching = False  # the run's selector is registered with the loop
 
     async def run(self) -> bool:
         """True when the run finished here; False when the rest must run in a thread."""
-        sup, loop = self.sup, self.loop
-        loop.add_reader(self.poll_fd, self._ready)
+        sup = self.sup
+        self.loop.add_reader(self.poll_fd, self._ready)
+        self.watching = True
         try:
             while not sup.done:
                 now = time.monotonic()
@@ -153,7 +155,7 @@ class LoopDriver:
                 sup.step(now)
             return True
         finally:
-            loop.remove_reader(self.poll_fd)
+            self._stop_watching()
 
     async def _sleep(self, now: float, wait: float | None) -> None:
         self.wake_at = math.inf if wait is None else now + wait
@@ -175,7 +177,7 @@ class LoopDriver:
         if sup.needs_thread(now):
             # Nothing more here: the next read would write a file or stop processes.
             self.handing_over = True
-            self.loop.remove_reader(self.poll_fd)
+            self._stop_watching()
             _settle(self.wake)
             return
         if changed:
@@ -185,6 +187,12 @@ class LoopDriver:
             if sup.done or sup.phase is not phase or sooner:
                 _settle(self.wake)
         if sup.done:
+            self._stop_watching()
+
+    def _stop_watching(self) -> None:
+        """Unregister from the loop, once (a second `remove_reader` costs an exception)."""
+        if self.watching:
+            self.watching = False
             self.loop.remove_reader(self.poll_fd)
 
 
