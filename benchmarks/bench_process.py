@@ -55,6 +55,7 @@ def per_call(rounds: int) -> None:
         "os.posix_spawn (floor)": spawn_floors.floor,
         "capture floor": spawn_floors.capture_floor,
         "bare runner": _bare,
+        "bare runner, no fd scan": functools.partial(_bare, close_inherited=False),
         "subprocess.run": _subprocess_true,
         "run_command": functools.partial(_sync, "true"),
         "arun_command": functools.partial(arun_command, "true"),
@@ -76,8 +77,8 @@ def per_call(rounds: int) -> None:
     print("   (cwd=/tmp: the preamble `cd`s; `cd`: the command may move, an EXIT trap reports where)")
 
 
-def _bare() -> None:
-    spawn_floors.bare_runner()
+def _bare(close_inherited: bool = True) -> None:
+    spawn_floors.bare_runner(close_inherited=close_inherited)
 
 
 def _sync(command: str, cwd: str | None = None) -> None:

@@ -45,7 +45,8 @@ def capture_floor() -> None:
     os.waitpid(pid, 0)
 
 
-def bare_runner(command: str = "true") -> CommandResult:
+def bare_runner(command: str = "true", close_inherited: bool = True) -> CommandResult:
+    """`close_inherited` False: skip the descriptor scan (what that guarantee costs)."""
     started = time.monotonic()
     env = build_env(extra=None, pass_env=(), inherit_env=True)
     env["BASHGRAPH_RUN_ID"] = os.urandom(16).hex()
@@ -53,7 +54,8 @@ def bare_runner(command: str = "true") -> CommandResult:
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     actions = _stdio(out_write, err_write)
-    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
+    if close_inherited:
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in inheritable_descriptors()]
     pid = os.posix_spawn(BASH, ["bash", "-c", command, "bashgraph"], env, file_actions=actions,
                          setsid=True, setsigdef=_DEFAULT_SIGNALS)
     os.close(out_write)

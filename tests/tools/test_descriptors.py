@@ -47,9 +47,10 @@ def test_a_listing_descriptor_closed_behind_our_back_is_replaced(
     descriptors.inheritable_descriptors()  # opens the kept listing
     kept = descriptors._LISTING.fd
     os.close(kept)
-    elsewhere = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
-    impostor = os.dup2(elsewhere, kept, inheritable=False)  # somebody's directory, same number
-    os.close(elsewhere)
+    impostor = os.open("/", os.O_RDONLY | os.O_DIRECTORY)  # somebody's directory...
+    if impostor != kept:  # ...under the same number
+        impostor = os.dup2(moved := impostor, kept, inheritable=False)
+        os.close(moved)
     try:
         assert set(inheritable_pipe) <= set(descriptors.inheritable_descriptors())
         os.fstat(impostor)  # somebody else's descriptor was left open
