@@ -147,9 +147,13 @@ class StreamCapture:
         if self._mode == _PENDING:
             self._start_spill(fd)
         try:
-            if self._mode == _SPILLING and self._splice:
-                return self._splice_from(fd)
-            data = os.read(fd, CHUNK_BYTES)
+            if self._mode == _SPILLING:
+                if self._splice:
+                    return self._splice_from(fd)
+                # As much per read as a splice moves, so `worth_pausing` judges both alike.
+                data = os.read(fd, SPLICE_BYTES)
+            else:
+                data = os.read(fd, CHUNK_BYTES)
         except BlockingIOError:
             return -1
         except OSError:

@@ -131,6 +131,27 @@ def test_only_a_spilling_stream_on_a_big_pipe_is_batched(tmp_path: Path) -> None
         stream.discard()
 
 
+def test_without_splice_a_spilling_read_moves_as_much_as_a_splice(tmp_path: Path) -> None:
+    """A file system that refuses splice must not turn every 64 KiB read into a pause."""
+    stream = capture.StreamCapture("stdout", 10, tmp_path, "t")
+    stream._splice = False  # what `_splice_from` falls back to when the file refuses splice
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        stream.feed(b"x" * 100, read_end)
+        assert stream.pump(read_end) == -1  # starts the spill and enlarges the pipe
+        waiting = 768 * 1024
+        assert os.write(write_end, b"y" * waiting) == waiting
+        moved = stream.pump(read_end)
+        assert moved == waiting
+        assert not stream.worth_pausing(moved)
+        assert stream.finish().total_bytes == 100 + waiting
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        stream.discard()
+
+
 @pytest.mark.parametrize(
     ("raw", "text"),
     [
