@@ -19,7 +19,7 @@ from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes
 from bashgraph.graph.routing import next_after_agent, next_after_route
 from bashgraph.graph.state import AgentState
-from bashgraph.tools.bash import make_bash_tool
+from bashgraph.tools.bash_tool import make_bash_tool
 
 #: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
 #: input: LangGraph coerces message tuples), so they are typed loosely on purpose.

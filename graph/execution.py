@@ -32,7 +32,7 @@ from langchain_core.messages import ToolCall
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
-from bashgraph.tools.bash import BASH_TOOL_NAME, validate_bash_args
+from bashgraph.tools.bash_tool import BASH_TOOL_NAME, validate_bash_args
 from bashgraph.tools.capture import default_spill_dir
 from bashgraph.tools.handover import in_thread
 from bashgraph.tools.live import OutputCallback

@@ -21,7 +21,7 @@ from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
 from bashgraph.graph.routing import decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
-from bashgraph.tools.bash import BASH_TOOL_NAME
+from bashgraph.tools.bash_tool import BASH_TOOL_NAME
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
 
 

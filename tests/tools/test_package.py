@@ -1,0 +1,34 @@
+"""`bashgraph.tools` alone: the execution layer imports without LangChain; the tool on demand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def run_python(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_run_command_does_not_import_langchain() -> None:
+    code = ("import sys; from bashgraph.tools import run_command, CommandResult; "
+            "print(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph'))))")
+    assert run_python(code) == "[]"
+
+
+def test_the_tool_is_imported_when_first_asked_for() -> None:
+    code = ("import bashgraph.graph.build; from bashgraph.tools import bash, BASH_TOOL_NAME; "
+            "from langchain_core.tools import BaseTool; print(isinstance(bash, BaseTool), bash.name)")
+    assert run_python(code) == "True bash"
+
+
+def test_every_exported_name_resolves() -> None:
+    from bashgraph import tools
+
+    for name in tools.__all__:
+        assert getattr(tools, name) is not None, name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = tools.no_such_name
