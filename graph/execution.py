@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import os
 import shutil
 import threading
@@ -181,28 +182,23 @@ class Executor:
         if isinstance(args, CommandResult):
             return args
         call_id = ctx.key(call.get("id") or "")
-        known = self._recorded(call_id, ctx)
-        if known is not None:
-            return known
+        entry = self._entry(call_id, ctx)
+        if entry is not None and entry.command != args.command:
+            # The call was changed after it was journaled (a state edit, a replay): the row
+            # holds another command's result. The new command gets a row of its own.
+            call_id = f"{call_id}#{hashlib.sha256(args.command.encode()).hexdigest()[:16]}"
+            entry = self._entry(call_id, ctx)
+        if entry is not None:
+            return _recorded_result(entry)
         if self.journal is not None and ctx.thread_id is not None:
             self.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command)
         return _Plan(call_id, ctx, args.command, args.timeout, cwd)
 
-    def _recorded(self, call_id: str, ctx: CallContext) -> CommandResult | None:
-        """A result the journal already holds, or `interrupted` for a call that never finished."""
+    def _entry(self, call_id: str, ctx: CallContext) -> JournalEntry | None:
         if self.journal is None or ctx.thread_id is None:
             return None
-        entry = self.journal.lookup(ctx.thread_id, call_id, ctx.attempt)
-        if entry is None:
-            return None
-        if entry.result is not None:
-            return entry.result
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
-        return spawn_failure(
-            SpawnErrorKind.INTERRUPTED, entry.command,
-            f"started at {started} but the run stopped before it finished; it may have had "
-            "side effects, so it was not run again",
-        )
+        return self.journal.lookup(ctx.thread_id, call_id, ctx.attempt)
+
 
     def _run_kwargs(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
                     process_cwd: str | None) -> dict[str, Any]:
@@ -230,6 +226,18 @@ class Executor:
         if self.journal is not None and plan.ctx.thread_id is not None:
             self.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
+
+
+def _recorded_result(entry: JournalEntry) -> CommandResult:
+    """The result the journal holds, or `interrupted` for a call that never finished."""
+    if entry.result is not None:
+        return entry.result
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
+    return spawn_failure(
+        SpawnErrorKind.INTERRUPTED, entry.command,
+        f"started at {started} but the run stopped before it finished; it may have had "
+        "side effects, so it was not run again",
+    )
 
 
 _collecting: ContextVar[list[Executor] | None] = ContextVar("bashgraph_executors", default=None)

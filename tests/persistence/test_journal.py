@@ -8,11 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolCall
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.checkpoints import open_checkpointer
 from bashgraph.graph.errors import StoreError
+from bashgraph.graph.execution import CallContext, Executor
 from bashgraph.graph.journal import PostgresJournal, SqliteJournal, open_journal
 from bashgraph.graph.testing import ScriptedChatModel, run
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
@@ -113,3 +114,25 @@ def test_a_journal_that_cannot_record_stops_the_command_before_it_runs(
             agent.invoke({"messages": [HumanMessage("t")]},
                          {"configurable": {"thread_id": f"{thread_prefix}-f"}})
     assert not marker.exists()
+
+
+def test_a_call_edited_after_it_was_journaled_runs_the_new_command(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """Same thread, reply, call id and attempt, another command (a state edit, a replay): the
+    journaled result belongs to the old command, so the new one runs — once."""
+    log = tmp_path / "log"
+
+    def call(word: str) -> ToolCall:
+        return ToolCall(name="bash", args={"command": f"echo {word} >> {log}; cat {log}"},
+                        id="call_0", type="tool_call")
+
+    ctx = CallContext(thread_id=f"{thread_prefix}-edit", message_id="reply-1")
+    with open_journal(db_url) as journal:
+        executor = Executor(AgentConfig(workdir=str(tmp_path)), journal)
+        first = executor.run(call("one"), None, ctx)
+        edited = executor.run(call("two"), None, ctx)
+        assert executor.run(call("one"), None, ctx) == first  # from the journal: not run again
+        assert executor.run(call("two"), None, ctx) == edited
+    assert (first.stdout, edited.stdout) == ("one\n", "one\ntwo\n")
+    assert log.read_text() == "one\ntwo\n"
