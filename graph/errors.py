@@ -16,6 +16,14 @@ class ModelError(BashgraphError):
     """
 
 
+class UnfinishedThreadError(BashgraphError):
+    """New input was given to a thread that is paused or stopped mid-run: resume it instead.
+
+    Its last model reply still has calls without answers; a new message after them would make
+    a history the model's API rejects, and the pending question would be lost.
+    """
+
+
 class ThreadBusyError(BashgraphError):
     """Another worker holds this thread; nothing was executed."""
 

@@ -25,6 +25,7 @@ from langgraph.types import Command, StateSnapshot
 from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.checkpoints import Location, locate, open_checkpointer, store_errors
 from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.errors import UnfinishedThreadError
 from bashgraph.graph.execution import collect_executors
 from bashgraph.graph.journal import AnyJournal, open_journal
 from bashgraph.graph.locks import thread_lock
@@ -73,7 +74,18 @@ class Session:
         stream_kwargs.setdefault("durability", "sync")
         run_config = _with_thread(config, thread_id)
         with self.lock(thread_id), store_errors(self.location):
+            if isinstance(inputs, dict):
+                self._refuse_if_unfinished(thread_id)
             yield from self.agent.stream(cast(Any, inputs), run_config, **stream_kwargs)
+
+    def _refuse_if_unfinished(self, thread_id: str) -> None:
+        """UnfinishedThreadError when `thread_id` stopped mid-run or waits for an answer."""
+        snapshot = self.agent.get_state(thread_config(thread_id))
+        if snapshot.next or snapshot.interrupts:
+            waiting = "waits for an answer" if snapshot.interrupts else "stopped mid-run"
+            raise UnfinishedThreadError(
+                f"thread {thread_id} {waiting}: continue it with run(None, ...) or answer it "
+                "with run(Command(resume=...), ...) before giving it new input")
 
     def state(self, thread_id: str) -> StateSnapshot:
         """The latest state of a thread (values, next nodes, pending interrupts)."""

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.errors import ConfigError
+from bashgraph.graph.errors import ConfigError, UnfinishedThreadError
 from bashgraph.graph.session import Session, open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call, run
 
@@ -74,6 +74,25 @@ def test_a_paused_thread_resumes_in_a_new_session_with_the_answer(
         assert session.state(thread).values["status"] == "aborted"
         [info] = [t for t in session.threads() if t.thread_id == thread]
     assert info.status == "aborted"
+
+
+def test_new_input_to_a_paused_thread_is_refused_and_loses_nothing(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """The question stays pending and the answer still completes the run."""
+    thread = f"{thread_prefix}-refuse"
+    with session_for(db_url, [timed_out(), answer("done")], tmp_path) as session:
+        drain(session, task("t"), thread)
+        before = session.state(thread)
+        with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
+            drain(session, task("something else"), thread)
+        after = session.state(thread)
+        assert after.values["messages"] == before.values["messages"]
+        assert [i.id for i in after.interrupts] == [i.id for i in before.interrupts]
+        drain(session, Command(resume="abort"), thread)
+        assert session.state(thread).values["status"] == "aborted"
+        drain(session, task("a follow-up"), thread)  # a finished thread takes new input
+        assert session.state(thread).values["messages"][-1].content == "done"
 
 
 def test_history_lists_each_checkpoint_with_its_node_and_outcomes(
