@@ -26,6 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+from bashgraph.tools import spill_prune
+
 CHUNK_BYTES = 64 * 1024
 SPLICE_BYTES = 1024 * 1024
 #: A stream longer than this is not written to disk any further (a runaway `yes` would fill it).
@@ -196,6 +198,8 @@ class StreamCapture:
         try:
             directory = self._spill_dir or default_spill_dir()
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if directory == default_spill_dir():  # ours to clean; a chosen directory is not
+                spill_prune.prune_if_due(directory)
             self._spill_fd, self._spill_path = tempfile.mkstemp(
                 prefix=f"{self._tag}-{self.name}-", suffix=".log", dir=directory
             )
