@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.cli.conftest import Cli
 from tests.support.openai_server import FakeOpenAIServer, ToolCall, tool_calls
+from tests.tools.proctools import group_running
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
@@ -20,22 +21,6 @@ def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
-
-
-def group_alive(pgid: int) -> bool:
-    """True while a process of group `pgid` still runs. Zombies do not count: they are dead,
-    and reaping them is their new parent's job (this machine's init takes ~2 s to do it)."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        state, _ppid, group = stat[stat.rfind(b")") + 2 :].split()[:3]
-        if int(group) == pgid and state not in (b"Z", b"X"):
-            return True
-    return False
 
 
 def test_ctrl_c_kills_the_commands_and_resume_reports_them_interrupted(
@@ -49,7 +34,7 @@ def test_ctrl_c_kills_the_commands_and_resume_reports_them_interrupted(
     pid_files = [cli.workdir / "pid-a", cli.workdir / "pid-b"]
     wait_for(lambda: all(p.exists() and p.read_text().endswith("\n") for p in pid_files))
     shells = [int(p.read_text()) for p in pid_files]  # each command's process group leader
-    assert all(group_alive(shell) for shell in shells)
+    assert all(group_running(shell) for shell in shells)
     sent = time.monotonic()
     os.kill(running.pid, signal.SIGINT)
     result = running.finish(timeout=10)
@@ -58,7 +43,7 @@ def test_ctrl_c_kills_the_commands_and_resume_reports_them_interrupted(
     assert "stopping the run (Ctrl-C again to exit at once)" in result.err
     assert result.events[-1]["status"] == "interrupted"
     assert result.events[-1]["resume"] == "bashgraph resume c1"
-    wait_for(lambda: not any(group_alive(shell) for shell in shells), timeout=2)
+    wait_for(lambda: not any(group_running(shell) for shell in shells), timeout=2)
 
     resumed = cli("resume", "c1", "--json")
     assert resumed.code == 3, resumed.err  # an interrupted command is an environment fault

@@ -47,17 +47,30 @@ def kill_quietly(*pids: int) -> None:
 
 def marked_processes(marker: str) -> list[int]:
     """Running processes whose environment contains `marker`."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in environ and running(int(name)):
-            found.append(int(name))
-    return found
+    return [pid for pid in _proc_pids() if marker.encode() in _read(pid, "environ") and running(pid)]
+
+
+def group_running(pgid: int) -> bool:
+    """True while a process of group `pgid` still runs. Zombies do not count: they are dead,
+    and reaping them is their new parent's job (this machine's init takes ~2 s to do it)."""
+    for pid in _proc_pids():
+        stat = _read(pid, "stat")
+        fields = stat[stat.rfind(b")") + 2 :].split()  # state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and running(pid):
+            return True
+    return False
+
+
+def _proc_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _read(pid: int, name: str) -> bytes:
+    """/proc/<pid>/<name>, or b"" when the process is gone (or not ours to read)."""
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    except OSError:
+        return b""
 
 
 async def cancel_once_started(pids: Path, command: str, **options: Any) -> bool:
