@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bashgraph.tools import spill_prune
+from bashgraph.tools.pacing import ReadPacer
 
 CHUNK_BYTES = 64 * 1024
 SPLICE_BYTES = 1024 * 1024
@@ -104,15 +105,17 @@ class StreamCapture:
         self._problem: str | None = None
         self._splice = hasattr(os, "splice")
         self.big_pipe = False  # the pipe was enlarged to BIG_PIPE_BYTES when the stream spilled
+        self._pacer = ReadPacer(BIG_PIPE_BYTES)
 
-    def worth_pausing(self, moved: int) -> bool:
-        """True when waiting a moment before the next read would batch a large stream.
+    def pause_after(self, moved: int) -> float:
+        """Seconds to wait before reading this stream again, after a read that moved `moved`.
 
-        Only for a spilling stream on an enlarged pipe, after a read that found it less than
-        half full: the producer is slower than we are, and each wake-up moved little. (On a
-        64 KiB pipe a pause would block a fast producer instead.)
+        Only a spilling stream on an enlarged pipe is ever paused (see `pacing`); on a 64 KiB
+        pipe a pause would block a fast producer instead.
         """
-        return self.big_pipe and self._mode == _SPILLING and 0 < moved < BIG_PIPE_BYTES // 2
+        if not (self.big_pipe and self._mode == _SPILLING):
+            return 0.0
+        return self._pacer.after_read(moved)
 
     @property
     def on_disk(self) -> bool:
@@ -152,7 +155,7 @@ class StreamCapture:
             if self._mode == _SPILLING:
                 if self._splice:
                     return self._splice_from(fd)
-                # As much per read as a splice moves, so `worth_pausing` judges both alike.
+                # As much per read as a splice moves, so the pacing judges both alike.
                 data = os.read(fd, SPLICE_BYTES)
             else:
                 data = os.read(fd, CHUNK_BYTES)

@@ -54,8 +54,6 @@ KILL_POLL_S = 0.01
 EXIT_POLL_S = 0.02
 #: The last read of what the pipes still hold is bounded, in case an unkillable writer remains.
 FINAL_DRAIN_S = 0.05
-#: Pause between reads of a large, spilling stream (see `Supervisor.take_pause`).
-SPILL_PAUSE_S = 0.001
 
 
 class Phase(Enum):
@@ -156,8 +154,7 @@ class Supervisor:
         if moved == 0:
             self._close_pipe(fd)
             return True
-        if stream.worth_pausing(moved):
-            self._pause = SPILL_PAUSE_S
+        self._pause = max(self._pause, stream.pause_after(moved))
         return moved > 0 and self._live is not None and self._after_output(time.monotonic())
 
     def _after_output(self, now: float) -> bool:
@@ -177,7 +174,7 @@ class Supervisor:
         """Seconds the loop should stop reading, to batch a large stream (then reset to 0).
 
         A command printing hundreds of MB in small writes would otherwise wake us once per
-        write: tens of thousands of wake-ups that cost more than moving the bytes.
+        write: tens of thousands of wake-ups that cost more than moving the bytes (`pacing`).
         """
         pause, self._pause = self._pause, 0.0
         return pause

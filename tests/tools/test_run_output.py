@@ -114,7 +114,7 @@ def test_only_a_spilling_stream_on_a_big_pipe_is_batched(tmp_path: Path) -> None
     """Pausing between reads is for large spilled streams only, never for ordinary output."""
     stream = capture.StreamCapture("stdout", 10, tmp_path, "t")
     stream.feed(b"short")
-    assert not stream.worth_pausing(5)  # in memory: every read is handed on at once
+    assert stream.pause_after(5) == 0  # in memory: every read is handed on at once
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
     try:
@@ -123,8 +123,8 @@ def test_only_a_spilling_stream_on_a_big_pipe_is_batched(tmp_path: Path) -> None
         assert not stream.big_pipe
         assert stream.pump(read_end) == -1  # nothing to read, but the spill has started
         assert stream.big_pipe
-        assert stream.worth_pausing(4096)
-        assert not stream.worth_pausing(capture.BIG_PIPE_BYTES)  # a full pipe: read on
+        assert stream.pause_after(4096) > 0
+        assert stream.pause_after(capture.BIG_PIPE_BYTES) == 0  # a full pipe: read on
     finally:
         os.close(read_end)
         os.close(write_end)
@@ -144,7 +144,7 @@ def test_without_splice_a_spilling_read_moves_as_much_as_a_splice(tmp_path: Path
         assert os.write(write_end, b"y" * waiting) == waiting
         moved = stream.pump(read_end)
         assert moved == waiting
-        assert not stream.worth_pausing(moved)
+        assert stream.pause_after(moved) == 0
         assert stream.finish().total_bytes == 100 + waiting
     finally:
         os.close(read_end)
