@@ -7,35 +7,45 @@ pipe end would let a command's background process keep somebody else's reader wa
 
 Looking costs a listing of `/proc/self/fd` and one `fcntl` per descriptor, on every spawn, before
 it. The listing goes through a directory descriptor kept open rather than the path: resolving
-`/proc/self/fd` is most of the price of a listing (measured: a third of this module's cost, about
-2 % of a whole `true` command). The kept descriptor is checked before each use (by inode), and
-reopened in a forked child, whose `/proc/self` is another directory.
+`/proc/self/fd` is a third of this module's cost (about 2 % of a whole `true` command). The kept
+descriptor is checked before each use (by inode), used under a lock (see `_FdListing`), and
+closed in a forked child, whose `/proc/self` is another directory.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 _FD_DIR = "/proc/self/fd"
 
 
 class _FdListing:
-    """The kept descriptor of `/proc/self/fd`, with what identifies it as still ours."""
+    """The kept descriptor of `/proc/self/fd`, with what identifies it as still ours.
+
+    One lock covers opening and listing: `os.listdir(fd)` reads through a duplicate that shares
+    the kept descriptor's read position, so two threads listing at once would each see part of
+    the directory (a spawn would then miss an inheritable descriptor), and two threads opening
+    at once would leak one descriptor. A listing takes microseconds; spawns are not slowed.
+    """
 
     def __init__(self) -> None:
         self.owner = -1  # the pid that opened it
         self.fd = -1
         self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) when opened
+        self.lock = threading.Lock()
+        self.fork_hook = False
 
     def names(self) -> list[str]:
-        fd = self._valid_fd()
-        if fd < 0:
-            return []
-        try:
-            return os.listdir(fd)
-        except OSError:
-            return []
+        with self.lock:
+            fd = self._valid_fd()
+            if fd < 0:
+                return []
+            try:
+                return os.listdir(fd)
+            except OSError:
+                return []
 
     def _valid_fd(self) -> int:
         """The descriptor, (re)opened when missing, replaced behind our back, or inherited."""
@@ -43,17 +53,28 @@ class _FdListing:
         if self.fd >= 0:
             if self.owner == pid and _identity(self.fd) == self.identity:
                 return self.fd
-            if self.owner != pid:  # a forked child: its copy lists the parent's table
-                with contextlib.suppress(OSError):
-                    os.close(self.fd)
-            # else: closed by someone else, and the number may be somebody's now: not ours to close
+            # Closed or replaced by someone else (the number may be somebody's now), or a fork
+            # the hook did not see: either way not ours to close.
             self.fd = -1
         try:
             fd = os.open(_FD_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             return -1
         self.owner, self.fd, self.identity = pid, fd, _identity(fd)
+        if not self.fork_hook:
+            self.fork_hook = True
+            os.register_at_fork(after_in_child=self.after_fork)
         return fd
+
+    def after_fork(self) -> None:
+        """In a forked child: its copy lists the parent's table. The copy is closed at once,
+        while the number is certainly still ours; the lock is new (another thread may have held
+        the parent's at the fork)."""
+        self.lock = threading.Lock()
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+        self.fd = -1
 
 
 _LISTING = _FdListing()

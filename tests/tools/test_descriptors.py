@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -78,3 +79,47 @@ def test_a_forked_child_lists_its_own_descriptors() -> None:
         os.close(report_read)
         os.waitpid(pid, 0)
     assert report == [True, False]
+
+
+def test_threads_listing_at_once_each_see_every_descriptor(
+    inheritable_pipe: tuple[int, int],
+) -> None:
+    """The graph spawns several commands at once: no listing may see only part of the table."""
+    misses: list[int] = []
+
+    def lister() -> None:
+        for _ in range(1500):
+            if not set(inheritable_pipe) <= set(descriptors.inheritable_descriptors()):
+                misses.append(1)
+
+    threads = [threading.Thread(target=lister) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert misses == []
+
+
+def test_a_forked_child_keeps_a_file_it_opens_under_the_parents_listing_number() -> None:
+    descriptors.inheritable_descriptors()
+    kept = descriptors._LISTING.fd
+    report_read, report_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            own = os.open(os.devnull, os.O_WRONLY)
+            if own != kept:  # e.g. after a closerange: the child's file under that number
+                own = os.dup2(moved := own, kept, inheritable=False)
+                os.close(moved)
+            descriptors.inheritable_descriptors()  # what every spawn in the child does
+            os.write(own, b"still open")
+            os.write(report_write, b"ok")
+        finally:
+            os._exit(0)
+    os.close(report_write)
+    try:
+        report = os.read(report_read, 100)
+    finally:
+        os.close(report_read)
+        os.waitpid(pid, 0)
+    assert report == b"ok"
