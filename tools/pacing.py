@@ -10,7 +10,8 @@ read right after a pause found in the pipe:
 * three quarters of it or more: the producer was kept waiting: the pause is halved;
 * less than a quarter: the producer is slow: the pause is doubled (up to `MAX_PAUSE_S`);
 
-and a read that found the pipe at least half full is followed by no pause at all.
+and a read that found the pipe at least half full is followed by no pause at all. With two
+spilling streams the runner waits the shorter of their pauses (`Supervisor.take_pause`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ class ReadPacer:
         self._paused = False  # the last answer was a pause: the next read measures it
 
     def after_read(self, moved: int) -> float:
-        """Seconds to wait before the next read, given the bytes this read moved (0: read on)."""
+        """Seconds to wait before the next read, given the bytes this read moved (0: read on).
+
+        A read that found nothing ready (`moved` < 0) measured nothing: no pause, no change.
+        """
+        if moved < 0:
+            return 0.0
         if self._paused:
             if moved >= self.capacity * 3 // 4:
                 self.pause_s = max(self.pause_s / 2, MIN_PAUSE_S)

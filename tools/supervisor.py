@@ -103,7 +103,7 @@ class Supervisor:
         self._reaper: Reaper | None = None
         self._ended_at = started
         self._delivered = False
-        self._pause = 0.0
+        self._pause: float | None = None  # None: no stream was read since the last pause
 
     @property
     def done(self) -> bool:
@@ -154,7 +154,10 @@ class Supervisor:
         if moved == 0:
             self._close_pipe(fd)
             return True
-        self._pause = max(self._pause, stream.pause_after(moved))
+        # The loop waits only as long as every stream read in this round wants: a fast stream
+        # must not be held back by a slow one beside it.
+        wanted = stream.pause_after(moved)
+        self._pause = wanted if self._pause is None else min(self._pause, wanted)
         return moved > 0 and self._live is not None and self._after_output(time.monotonic())
 
     def _after_output(self, now: float) -> bool:
@@ -171,13 +174,13 @@ class Supervisor:
         return not armed
 
     def take_pause(self) -> float:
-        """Seconds the loop should stop reading, to batch a large stream (then reset to 0).
+        """Seconds the loop should stop reading, to batch a large stream (then reset).
 
         A command printing hundreds of MB in small writes would otherwise wake us once per
         write: tens of thousands of wake-ups that cost more than moving the bytes (`pacing`).
         """
-        pause, self._pause = self._pause, 0.0
-        return pause
+        pause, self._pause = self._pause, None
+        return pause or 0.0
 
     def step(self, now: float) -> None:
         """Advance the phase when its condition or its deadline has been reached."""

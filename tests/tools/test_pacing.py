@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+from bashgraph.tools import process, spawn
 from bashgraph.tools.pacing import MAX_PAUSE_S, MIN_PAUSE_S, START_PAUSE_S, ReadPacer
+from bashgraph.tools.supervisor import Supervisor
 
 PIPE = 1024 * 1024
 
@@ -37,3 +41,46 @@ def test_a_pause_that_lets_the_pipe_fill_halfway_is_kept() -> None:
     assert pacer.after_read(64 * 1024) == START_PAUSE_S
     assert pacer.after_read(PIPE // 2 - 1) == START_PAUSE_S  # between a quarter and three quarters
     assert pacer.pause_s == START_PAUSE_S
+
+
+def test_a_read_that_found_nothing_measures_nothing() -> None:
+    pacer = ReadPacer(PIPE)
+    assert pacer.after_read(64 * 1024) == START_PAUSE_S
+    assert pacer.after_read(-1) == 0  # nothing was ready (or a splice fell back): no pause...
+    assert pacer.pause_s == START_PAUSE_S  # ...and no verdict on the producer
+
+
+class FakeStream:
+    """Stands in for a StreamCapture: each pump moves `moved` bytes and asks for `pause`."""
+
+    def __init__(self, moved: int, pause: float) -> None:
+        self.moved, self.pause = moved, pause
+
+    def pump(self, fd: int) -> int:
+        return self.moved
+
+    def pause_after(self, moved: int) -> float:
+        return self.pause
+
+
+def test_the_runner_waits_the_shorter_pause_of_the_streams_it_read() -> None:
+    """A slow, trickling stream beside a fast one must not hold the fast one back."""
+    plan = process._plan(process._Request("sleep 5", None, 10.0, None, (), True, "bash",
+                                          100, 0.0, None, None, None))
+    assert isinstance(plan, spawn.Plan)
+    spawned = spawn.spawn(plan._replace(executable=spawn.resolve("bash", None)))
+    assert isinstance(spawned, spawn.Spawned)
+    sup = Supervisor(plan, spawned, started=time.monotonic(), forget=lambda fd: None)
+    real_streams = sup._streams
+    try:
+        out, err = spawned.pipes
+        sup._streams = {out: FakeStream(4096, 0.0), err: FakeStream(100, MAX_PAUSE_S)}  # type: ignore[dict-item]
+        sup.on_ready(err)
+        assert sup.take_pause() == MAX_PAUSE_S  # only the slow stream was read
+        sup.on_ready(err)
+        sup.on_ready(out)
+        assert sup.take_pause() == 0.0  # both: the fast one decides
+        assert sup.take_pause() == 0.0  # nothing read since: no pause
+    finally:
+        sup._streams = real_streams
+        sup.abort()  # kills the `sleep`
