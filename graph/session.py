@@ -75,12 +75,13 @@ class Session:
         run_config = _with_thread(config, thread_id)
         with self.lock(thread_id), store_errors(self.location):
             if isinstance(inputs, dict):
-                self._refuse_if_unfinished(thread_id)
+                self._refuse_if_unfinished(thread_id, run_config)
             yield from self.agent.stream(cast(Any, inputs), run_config, **stream_kwargs)
 
-    def _refuse_if_unfinished(self, thread_id: str) -> None:
-        """UnfinishedThreadError when `thread_id` stopped mid-run or waits for an answer."""
-        snapshot = self.agent.get_state(thread_config(thread_id))
+    def _refuse_if_unfinished(self, thread_id: str, run_config: RunnableConfig) -> None:
+        """UnfinishedThreadError when the checkpoint the run starts from (the thread's latest,
+        or the `checkpoint_id` in `config`) stopped mid-run or waits for an answer."""
+        snapshot = self.agent.get_state(run_config)
         if snapshot.next or snapshot.interrupts:
             waiting = "waits for an answer" if snapshot.interrupts else "stopped mid-run"
             raise UnfinishedThreadError(

@@ -95,6 +95,30 @@ def test_new_input_to_a_paused_thread_is_refused_and_loses_nothing(
         assert session.state(thread).values["messages"][-1].content == "done"
 
 
+def test_the_guard_looks_at_the_checkpoint_the_run_starts_from(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """New input from a finished checkpoint is a branch, whatever the latest one waits for;
+    new input from a paused checkpoint is refused even when the latest one is finished."""
+    thread = f"{thread_prefix}-branch"
+    steps = [run("true"), answer("ok"), timed_out(), answer("branched")]
+    with session_for(db_url, steps, tmp_path) as session:
+        drain(session, task("first"), thread)
+        finished = session.state(thread).config
+        drain(session, task("second"), thread)  # waits at escalate
+        paused = session.state(thread).config
+        assert session.state(thread).interrupts
+        drain_from(session, task("from the finished point"), thread, finished)
+        assert session.state(thread).values["messages"][-1].content == "branched"
+        with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
+            drain_from(session, task("from the paused point"), thread, paused)
+
+
+def drain_from(session: Session, inputs: Any, thread: str, config: Any) -> None:
+    for _ in session.run(inputs, thread, config=config):
+        pass
+
+
 def test_history_lists_each_checkpoint_with_its_node_and_outcomes(
     db_url: str, thread_prefix: str, tmp_path: Path
 ) -> None:
