@@ -24,8 +24,8 @@ def session_for(
     return open_session(db_url, model=ScriptedChatModel(steps), config=config)
 
 
-def drain(session: Session, inputs: Any, thread: str) -> None:
-    for _ in session.run(inputs, thread):
+def drain(session: Session, inputs: Any, thread: str, config: Any = None) -> None:
+    for _ in session.run(inputs, thread, config=config):
         pass
 
 
@@ -108,15 +108,10 @@ def test_the_guard_looks_at_the_checkpoint_the_run_starts_from(
         drain(session, task("second"), thread)  # waits at escalate
         paused = session.state(thread).config
         assert session.state(thread).interrupts
-        drain_from(session, task("from the finished point"), thread, finished)
+        drain(session, task("from the finished point"), thread, finished)
         assert session.state(thread).values["messages"][-1].content == "branched"
         with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
-            drain_from(session, task("from the paused point"), thread, paused)
-
-
-def drain_from(session: Session, inputs: Any, thread: str, config: Any) -> None:
-    for _ in session.run(inputs, thread, config=config):
-        pass
+            drain(session, task("from the paused point"), thread, paused)
 
 
 def test_history_lists_each_checkpoint_with_its_node_and_outcomes(
