@@ -57,7 +57,8 @@ def test_notice_only_when_local_is_chosen_automatically() -> None:
 
 
 def test_made_model_talks_to_the_configured_server(openai_server: FakeOpenAIServer) -> None:
-    """make_chat_model applies base_url, model, timeout and retries; no key means a placeholder."""
+    """make_chat_model applies base_url, model, timeout and retries; with no key set it sends the
+    fixed key `not-needed` (PLACEHOLDER_API_KEY), which keyless local servers accept."""
     openai_server.add(server_error(502, retry_after=0.01), text("hi there"))
     config = AgentConfig(model="my-model", base_url=openai_server.base_url,
                          request_timeout_s=7.0, model_max_retries=1)
