@@ -18,6 +18,7 @@ from langgraph.types import interrupt
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.nodes import pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
+from bashgraph.tools.bash_tool import checkable_command
 from bashgraph.tools.policy import Decision, Policy, load_policy
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 
@@ -55,9 +56,9 @@ class ApprovalNode:
         return self._update(message, decided, verdicts)
 
     def _decide(self, call: ToolCall, cwd: str | None) -> Decision | None:
-        command = call["args"].get("command") if isinstance(call["args"], dict) else None
-        if not isinstance(command, str) or not command.strip():
-            return None  # invalid arguments: `tools` answers them with an args error
+        command = checkable_command(call["args"])
+        if command is None:
+            return None  # invalid arguments (empty, too long…): `tools` answers with an args error
         return self.policy.decide(command, cwd)
 
     def _ask(self, asked: list[tuple[ToolCall, Decision]]) -> dict[str, Verdict]:

@@ -18,6 +18,7 @@ from bashgraph.graph.state import (
     RunStatus,
     last_ai_message,
 )
+from bashgraph.tools.bash_tool import checkable_command
 from bashgraph.tools.policy import Policy
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
 
@@ -156,8 +157,9 @@ def next_after_agent(state: AgentState, policy: Policy | None = None) -> Literal
     if policy is None or message.invalid_tool_calls:
         return "approve"
     cwd = state.get("cwd")
-    commands = [call["args"].get("command") for call in message.tool_calls]
-    if all(isinstance(c, str) and policy.decide(c, cwd).action == "allow" for c in commands):
+    # Only valid commands reach the rules: an invalid one (too long…) goes on to its args_error.
+    commands = [checkable_command(call["args"]) for call in message.tool_calls]
+    if all(c is not None and policy.decide(c, cwd).action == "allow" for c in commands):
         return "tools"
     return "approve"
 

@@ -19,12 +19,14 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
 
+from bashgraph.tools.limits import MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.process import DEFAULT_TIMEOUT, arun_command, run_command
 from bashgraph.tools.results import CommandResult, Outcome, args_error, render_for_model
 
 BASH_TOOL_NAME = "bash"
 DEFAULT_MAX_TIMEOUT = 600.0
-DEFAULT_MAX_COMMAND_CHARS = 100_000
+#: Linux cannot pass a longer `bash -c` script (see `limits`); the approval rules never read one.
+DEFAULT_MAX_COMMAND_BYTES = MAX_COMMAND_BYTES
 #: The rendered text of one tool result is cut (middle out) to this many characters.
 DEFAULT_RENDER_CHARS = 20_000
 #: The arguments, as the model should send them; quoted in every args_error.
@@ -58,11 +60,11 @@ def validate_bash_args(
     raw: object,
     *,
     max_timeout: float = DEFAULT_MAX_TIMEOUT,
-    max_command_chars: int = DEFAULT_MAX_COMMAND_CHARS,
+    max_command_bytes: int = DEFAULT_MAX_COMMAND_BYTES,
 ) -> BashArgs | CommandResult:
     """`BashArgs` for valid tool arguments, else an args_error CommandResult. Never raises."""
     try:
-        problem, command = _problem(raw, max_timeout, max_command_chars)
+        problem, command = _problem(raw, max_timeout, max_command_bytes)
     except Exception as exc:  # a safety net: no input may crash the tool
         problem, command = f"arguments could not be read ({type(exc).__name__})", ""
     if problem is not None:
@@ -72,7 +74,19 @@ def validate_bash_args(
     return BashArgs(command=command, timeout=None if timeout is None else float(timeout))
 
 
-def _problem(raw: object, max_timeout: float, max_chars: int) -> tuple[str | None, str]:
+def checkable_command(raw: object, max_command_bytes: int = DEFAULT_MAX_COMMAND_BYTES) -> str | None:
+    """The command of tool arguments whose command is valid, else None: approval rules read only
+    these (an invalid one is answered with an args_error and never runs). Never raises."""
+    try:
+        command = raw.get("command") if isinstance(raw, Mapping) else None
+        if isinstance(command, str) and _command_problem(command, max_command_bytes) is None:
+            return command
+    except Exception:  # a safety net, as in validate_bash_args
+        pass
+    return None
+
+
+def _problem(raw: object, max_timeout: float, max_bytes: int) -> tuple[str | None, str]:
     """The first thing wrong with `raw` (None if nothing), and the command when it is a string."""
     if not isinstance(raw, Mapping):
         return f"arguments must be an object, got {_type_name(raw)}", ""
@@ -85,16 +99,17 @@ def _problem(raw: object, max_timeout: float, max_chars: int) -> tuple[str | Non
         return "'command' is required", text
     if not isinstance(command, str):
         return f"'command' must be a string, got {_type_name(command)}", text
-    return _command_problem(command, max_chars) or _timeout_problem(raw, max_timeout), text
+    return _command_problem(command, max_bytes) or _timeout_problem(raw, max_timeout), text
 
 
-def _command_problem(command: str, max_chars: int) -> str | None:
+def _command_problem(command: str, max_bytes: int) -> str | None:
     if not command.strip():
         return "'command' is empty"
     if "\0" in command:
         return "'command' contains NUL bytes"
-    if len(command) > max_chars:
-        return f"'command' is {len(command)} characters, the limit is {max_chars}"
+    too_long = command_size_problem(command, max_bytes)
+    if too_long is not None:
+        return too_long
     try:
         command.encode("utf-8")  # strict: a lone surrogate cannot reach the shell or the journal
     except UnicodeEncodeError:
@@ -179,7 +194,7 @@ def make_bash_tool(
     *,
     name: str = BASH_TOOL_NAME,
     max_timeout: float = DEFAULT_MAX_TIMEOUT,
-    max_command_chars: int = DEFAULT_MAX_COMMAND_CHARS,
+    max_command_bytes: int = DEFAULT_MAX_COMMAND_BYTES,
     render_chars: int | None = DEFAULT_RENDER_CHARS,
     **run_defaults: Any,
 ) -> BaseTool:
@@ -190,7 +205,7 @@ def make_bash_tool(
     def prepare(raw: dict[str, Any]) -> BashArgs | CommandResult:
         value = raw[_RAW_INPUT_KEY] if set(raw) == {_RAW_INPUT_KEY} else raw
         return validate_bash_args(value, max_timeout=max_timeout,
-                                  max_command_chars=max_command_chars)
+                                  max_command_bytes=max_command_bytes)
 
     def answer(result: CommandResult) -> tuple[str, dict[str, Any]]:
         return render_for_model(result, render_chars), result.to_dict()

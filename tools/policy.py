@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from bashgraph.tools.policy_checks import BUILTIN_CHECKS, COMMAND_CHECKS, Check, Context, resolve_path
-from bashgraph.tools.shellsplit import ShellSyntaxError, SimpleCommand, split_command
-from bashgraph.tools.wrappers import View, views
+from bashgraph.tools.limits import command_size_problem
+from bashgraph.tools.policy_checks import BUILTIN_CHECKS, Check, Context, resolve_path
+from bashgraph.tools.shellsplit import ShellSyntaxError, SimpleCommand, TooComplexError, parse_line
+from bashgraph.tools.wrappers import View
 
 Action = Literal["allow", "ask", "deny"]
 Mode = Literal["never", "rules", "always"]
@@ -68,9 +69,6 @@ class Decision:
     part: str
 
 
-_GIT = r"^git(?: -[Cc] \S+| -\S+)*"
-
-
 def _unparsed_view(command: str) -> View:
     """A best-effort view of a line that could not be split: its whitespace-separated words."""
     return View(tuple(command.split()))
@@ -89,26 +87,36 @@ class Policy:
         self.home = posixpath.normpath(home or os.path.expanduser("~"))
 
     def decide(self, command: str, cwd: str | None = None) -> Decision:
-        """Allow, ask or deny `command`, checking every part of it (see the module docstring)."""
+        """Allow, ask or deny `command`, checking every part of it (see the module docstring).
+
+        Time grows linearly with the command's length; a command longer than
+        `MAX_COMMAND_BYTES` (which could not run) is denied unread.
+        """
+        too_long = command_size_problem(command)
+        if too_long is not None:
+            return Decision("deny", None, too_long, command[:200])
         try:
-            parts = split_command(command)
+            line = parse_line(command)
         except ShellSyntaxError as error:
             return self._apply_mode(self._decide_unparsed(command, error))
-        start = self._context(command, cwd)
-        checked = [(part, context, _part_views(part)) for part, context in _contexts(parts, start)]
-        whole = (SimpleCommand((), command), start, [View(())])
+        start = self._context(command, cwd, line.functions)
+        checked = [(part, context, _part_views(part))
+                   for part, context in _contexts(list(line.parts), start)]
+        targets = [(part, context, view) for part, context, part_views in checked
+                   for view in part_views]
         for action in _PRECEDENCE:
             for rule in (r for r in self.rules if r.action == action):
                 match = _matcher(rule.pattern)
-                targets = [whole] if rule.pattern in COMMAND_CHECKS else checked
-                for part, context, part_views in targets:
-                    if any(match(part, view, context) for view in part_views):
-                        return self._apply_mode(_decision(rule, part.text))
+                hit = next((part for part, context, view in targets if match(part, view, context)),
+                           None)
+                if hit is not None:
+                    return self._apply_mode(_decision(rule, hit.text))
         return self._apply_mode(Decision("allow", None, "no rule matched", command))
 
-    def _context(self, command: str, cwd: str | None) -> Context:
+    def _context(self, command: str, cwd: str | None,
+                 functions: frozenset[str] = frozenset()) -> Context:
         start = posixpath.normpath(os.path.join(self.workdir, cwd)) if cwd else self.workdir
-        return Context(self.workdir, start, self.home, command)
+        return Context(self.workdir, start, self.home, command, functions)
 
     def _decide_unparsed(self, command: str, error: ShellSyntaxError) -> Decision:
         view, context = _unparsed_view(command), self._context(command, None)
@@ -116,7 +124,8 @@ class Policy:
         for rule in self.rules:
             if rule.action == "deny" and _matcher(rule.pattern)(part, view, context):
                 return _decision(rule, command)
-        return Decision("ask", None, f"could not parse: {error}", command)
+        why = "too complex to check" if isinstance(error, TooComplexError) else "could not parse"
+        return Decision("ask", None, f"{why}: {error}", command)
 
     def _apply_mode(self, decision: Decision) -> Decision:
         if decision.action == "deny" or self.mode == "rules":
@@ -191,8 +200,8 @@ def _decision(rule: Rule, part: str) -> Decision:
     return Decision(rule.action, rule, rule.reason or f"matches {rule.pattern!r}", part)
 
 
-def _part_views(part: SimpleCommand) -> list[View]:
-    return views(part.words) or [View(())]  # a bare redirection still has targets to check
+def _part_views(part: SimpleCommand) -> tuple[View, ...]:
+    return part.views or (View(()),)  # a bare redirection still has targets to check
 
 
 def _contexts(parts: list[SimpleCommand], start: Context) -> list[tuple[SimpleCommand, Context]]:
@@ -206,7 +215,7 @@ def _contexts(parts: list[SimpleCommand], start: Context) -> list[tuple[SimpleCo
         paired.append((part, context))
         if part.words and part.words[0] in ("cd", "pushd", "popd"):
             context = Context(context.workdir, _cd_target(part.words, context), context.home,
-                              context.command)
+                              context.command, context.functions)
     return paired
 
 
@@ -221,9 +230,9 @@ def _cd_target(words: tuple[str, ...], context: Context) -> str | None:
 def _matcher(pattern: str) -> Check:
     """The compiled test for one pattern (cached: the same rules are checked on every command)."""
     if pattern.startswith("@"):
-        check = BUILTIN_CHECKS.get(pattern) or COMMAND_CHECKS.get(pattern)
+        check = BUILTIN_CHECKS.get(pattern)
         if check is None:
-            known = sorted({*BUILTIN_CHECKS, *COMMAND_CHECKS})
+            known = sorted(BUILTIN_CHECKS)
             raise PolicyError(f"unknown built-in check {pattern!r}; known: {known}")
         return check
     if pattern.startswith("re:"):
@@ -231,13 +240,13 @@ def _matcher(pattern: str) -> Check:
             regex = re.compile(pattern[3:])
         except re.error as error:
             raise PolicyError(f"rule {pattern!r}: bad regular expression: {error}") from error
-        return lambda _part, view, _context: regex.search(" ".join(view.words)) is not None
+        return lambda _part, view, _context: regex.search(view.text) is not None
     if not pattern.strip():
         raise PolicyError("a rule pattern cannot be empty")
     glob = re.compile(fnmatch.translate(pattern), re.DOTALL)
     bare = pattern[:-2] if pattern.endswith(" *") else None
     return lambda _part, view, _context: bool(view.words) and (
-        glob.match(text := " ".join(view.words)) is not None or text == bare)
+        glob.match(view.text) is not None or view.text == bare)
 
 
 def _ask(pattern: str, reason: str) -> Rule:
@@ -251,12 +260,12 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask("@write-system-path", "writes to a system directory or a disk device"),
     _ask("@download-to-shell", "runs code downloaded from the network"),
     _ask("@fork-bomb", "a fork bomb"),
+    _ask("@hidden-code", "runs program text the rules cannot read (a shell or interpreter "
+                         "reading code from another command's output, a pipe or stdin)"),
     *(_ask(f"{tool} *", "runs as another user") for tool in ("sudo", "su", "doas", "pkexec")),
-    _ask(rf"re:{_GIT} push(?: .*)? (?:-f|--force|--force-with-lease(?:=\S*)?|--mirror|\+\S+)"
-         r"(?: |$)", "force-push rewrites the remote's history"),
-    _ask(rf"re:{_GIT} reset(?: .*)? --hard(?: |$)", "discards uncommitted changes"),
-    _ask(rf"re:{_GIT} clean(?: .*)? (?:-[a-zA-Z]*f[a-zA-Z]*|--force)(?: |$)",
-         "deletes untracked files"),
+    _ask("@git-force-push", "force-push rewrites the remote's history"),
+    _ask("@git-reset-hard", "discards uncommitted changes"),
+    _ask("@git-clean-force", "deletes untracked files"),
     _ask("mkfs*", "formats a file system"),
     _ask("wipefs *", "erases file system signatures"),
     _ask(r"re:^dd(?: .*)? of=/dev/(?!(?:null|zero|stdout|stderr|tty)(?: |$))",

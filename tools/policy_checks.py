@@ -13,8 +13,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bashgraph.tools.git_options import cleans_forced, force_pushes, resets_hard
 from bashgraph.tools.shellsplit import SimpleCommand
-from bashgraph.tools.wrappers import View, find_start_paths
+from bashgraph.tools.wrappers import View, find_start_paths, long_option
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,17 +26,23 @@ class Context:
     cwd: str | None
     home: str
     command: str
+    functions: frozenset[str] = frozenset()  # the shell functions the line defines
 
 
 Check = Callable[[SimpleCommand, View, Context], bool]
 _SYSTEM_DIRS = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
                 "/sys", "/proc/sys")
 _DISKS = re.compile(r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|loop|dm-|md|sr|mapper/|disk/|mem$|kmem$)")
+#: Linux's limit on a path given to a system call; longer ones are treated as unknown.
+PATH_MAX = 4096
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
-_FORK_BOMB = re.compile(
-    r"(?:function\s+(?P<a>[^\s(){}|&;<>]+)\s*(?:\(\s*\))?|(?P<b>[^\s(){}|&;<>]+)\s*\(\s*\))"
-    r"\s*\{[^}]*?(?:(?P=a)|(?P=b))\s*\|&?\s*(?:(?P=a)|(?P=b))")
-_CHMOD_OPTION = re.compile(r"-[Rcfvh]+|--[a-z][\w-]*(?:=.*)?")
+_CHMOD_OPTION = re.compile(r"-[RcfvhHLP]+|--[a-z][\w-]*(?:=.*)?")
+#: Long options, for resolving GNU abbreviations (`rm --rec --for`, `chmod --recur`).
+_RM_LONG = ("--recursive", "--force", "--dir", "--interactive", "--one-file-system",
+            "--no-preserve-root", "--preserve-root", "--verbose", "--help", "--version")
+_CHMOD_LONG = ("--recursive", "--reference", "--changes", "--silent", "--quiet", "--verbose",
+               "--no-preserve-root", "--preserve-root", "--dereference", "--no-dereference",
+               "--from", "--help", "--version")
 
 
 def resolve_path(path: str, context: Context) -> str | None:
@@ -50,6 +57,8 @@ def resolve_path(path: str, context: Context) -> str | None:
         if context.cwd is None:
             return None
         path = posixpath.join(context.cwd, path)
+    if len(path) > PATH_MAX:
+        return None  # `cd a; cd a; …` thousands of times: unknown, rather than ever longer
     return posixpath.normpath(path)
 
 
@@ -59,13 +68,14 @@ def inside_workdir(path: str, context: Context) -> bool:
     The workdir itself is not "inside": `rm -rf .` deletes it. A component such as `.*` can match
     `..` in older bash, so it counts as unknown.
     """
-    first_glob = min((i for i, c in enumerate(path) if c in "*?["), default=-1)
+    globs = [path.find(c) for c in "*?["]
+    first_glob = min((i for i in globs if i >= 0), default=-1)
     if first_glob < 0:
         resolved = resolve_path(path, context)
         return resolved is not None and _below(resolved, context.workdir, strict=True)
     head, _, rest = path[:first_glob].rpartition("/")
-    if (rest + path[first_glob:]).startswith("."):
-        return False
+    if (rest + path[first_glob:]).startswith(".") or ".." in path[first_glob:].split("/"):
+        return False  # `.*` may match `..`; `*/../..` climbs out whatever `*` matches
     base = resolve_path(head or ("/" if path.startswith("/") else "."), context)
     return base is not None and _below(base, context.workdir, strict=False)
 
@@ -90,9 +100,7 @@ def _rm_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> b
     words = view.words
     if words[:1] == ("rm",):
         flags, targets = _split_options(words[1:])
-        forced = any(f in ("--recursive", "--force") or (f[1] != "-" and set(f[1:]) & set("rRf"))
-                     for f in flags)
-        if not forced:
+        if not any(_rm_forces(flag) for flag in flags):
             return False
     elif words[:1] == ("find",) and "-delete" in words:
         targets = [f"{start.rstrip('/')}/*" for start in find_start_paths(words)]
@@ -103,15 +111,22 @@ def _rm_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> b
     return not all(inside_workdir(target, context) for target in targets)
 
 
+def _rm_forces(flag: str) -> bool:
+    if flag.startswith("--"):
+        return long_option(flag.partition("=")[0], _RM_LONG) in ("--recursive", "--force")
+    return bool(set(flag[1:]) & set("rRf"))
+
+
 def _chmod_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> bool:
     words = view.words
     if not words or words[0] not in ("chmod", "chown", "chgrp"):
         return False
     flags = [w for w in words[1:] if _CHMOD_OPTION.fullmatch(w)]
     operands = [w for w in words[1:] if not _CHMOD_OPTION.fullmatch(w)]  # `-w` is a mode
-    if not any(f == "--recursive" or (f[1] != "-" and "R" in f) for f in flags):
+    longs = [long_option(f.partition("=")[0], _CHMOD_LONG) for f in flags if f.startswith("--")]
+    if "--recursive" not in longs and not any(f[1] != "-" and "R" in f for f in flags):
         return False
-    targets = operands if any(f.startswith("--reference") for f in flags) else operands[1:]
+    targets = operands if "--reference" in longs else operands[1:]
     return not all(inside_workdir(target, context) for target in targets)
 
 
@@ -145,8 +160,14 @@ def _download_to_shell(part: SimpleCommand, view: View, _context: Context) -> bo
     return view.words[:1] in (("curl",), ("wget",), ("fetch",)) and bool(part.executed_by)
 
 
-def _fork_bomb(_part: SimpleCommand, _view: View, context: Context) -> bool:
-    return _FORK_BOMB.search(context.command) is not None
+def _fork_bomb(part: SimpleCommand, _view: View, context: Context) -> bool:
+    """A function the line defines, piped into itself: `:(){ :|:& };:`."""
+    return bool(part.pipes_to) and part.words[:1] == (part.pipes_to,) and (
+        part.pipes_to in context.functions)
+
+
+def _hidden_code(part: SimpleCommand, _view: View, _context: Context) -> bool:
+    return bool(part.hidden_code)
 
 
 #: Checks that need more than text, usable in any rule as `@name`.
@@ -155,6 +176,9 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "@chmod-outside-workdir": _chmod_outside_workdir,
     "@write-system-path": _write_system_path,
     "@download-to-shell": _download_to_shell,
+    "@fork-bomb": _fork_bomb,
+    "@hidden-code": _hidden_code,
+    "@git-force-push": lambda _part, view, _context: force_pushes(view.words),
+    "@git-reset-hard": lambda _part, view, _context: resets_hard(view.words),
+    "@git-clean-force": lambda _part, view, _context: cleans_forced(view.words),
 }
-#: Checks on the whole line rather than one part.
-COMMAND_CHECKS: dict[str, Check] = {"@fork-bomb": _fork_bomb}

@@ -2,12 +2,20 @@
 
 This is not a bash parser. It knows enough of the grammar to find every command a line can start:
 the operators `;` `&&` `||` `|` `|&` `&` and newlines, subshells and groups, `$( )`, backticks,
-`<( )`/`>( )`, substitutions inside double quotes, `${ }` and unquoted here-documents, and the
-scripts given to `bash -c`/`sh -c` and `eval`. Quotes and escapes are removed from words (`r''m`,
-`\\rm` and `$'\\x72m'` all read `rm`); variables stay as written (`$HOME`).
+`<( )`/`>( )`, substitutions inside double quotes, `${ }`, arithmetic `$(( ))`, `$[ ]` and
+`(( ))` (whose `<<` is a shift, not a here-document), unquoted here-documents, and code that a
+shell parses again: the scripts given to `bash -c`/`sh -c` and `eval`, and a program a shell reads
+from a here-document, a here-string, `echo …|` or `<(echo …)`. Quotes and escapes are removed from
+words (`r''m`, `\\rm` and `$'\\x72m'` all read `rm`); variables stay as written (`$HOME`).
 
 It errs towards finding too much: a case pattern's `)` or an array's `(` split words that bash
-would keep together. That can only add parts for the rules to look at, never hide one.
+would keep together. That can only add parts for the rules to look at, never hide one. Code the
+rules cannot read (a shell reading a program from another command's output, `python3 -` reading
+a here-document) is marked on its reader as `hidden_code`.
+
+Every step is linear in the length of the line: text without special characters is consumed
+by regular expressions, nesting is limited (`MAX_NESTING`, `MAX_SCRIPT_DEPTH`), and a line
+that would need more is a `TooComplexError` (a `ShellSyntaxError`).
 """
 
 from __future__ import annotations
@@ -16,14 +24,22 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from bashgraph.tools.shellerrors import ShellSyntaxError, TooComplexError
 from bashgraph.tools.wrappers import (
     ASSIGNMENT,
+    EVALUATORS,
+    INTERPRETERS,
+    SHELLS,
+    View,
     inline_script,
     program_name,
-    runs_arguments,
     runs_stdin_as_code,
+    shell_call,
     views,
 )
+
+__all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "TooComplexError",
+           "parse_line", "split_command"]
 
 _KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
                        "until", "esac", "time", "coproc"})
@@ -33,11 +49,22 @@ _ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|
                      re.DOTALL)
 _ANSI_C_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
                   "E": "\x1b", "f": "\f", "v": "\v"}
-_MAX_DEPTH = 8
-
-
-class ShellSyntaxError(ValueError):
-    """The command line cannot be split (an unbalanced quote or substitution)."""
+#: Runs of characters with no meaning to the parser, outside and inside double quotes.
+_PLAIN = re.compile(r"[^ \t\n()<>;&|'\"\\`$#]+")
+_PLAIN_QUOTED = re.compile(r"[^\"\\`$]+")
+_ANSI_C_BODY = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL)
+_BACKTICK_BODY = re.compile(r"[^`\\]*(?:\\.[^`\\]*)*", re.DOTALL)
+_BACKTICK_ESCAPE = re.compile(r"\\([`\\$])")
+_BRACED_STOP = re.compile(r"[{}$`\\]")
+_ARITH_STOP = re.compile(r"[\\'\"()]")
+_BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
+_DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_EMPTY_PARENS = re.compile(r"\([ \t]*\)")
+_ECHO_OPTION = re.compile(r"-[neE]+")
+#: Substitutions inside substitutions, and scripts inside scripts, beyond which a line is
+#: refused as too complex: real commands stay far below; deeper nesting only multiplies work.
+MAX_NESTING = 64
+MAX_SCRIPT_DEPTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +75,16 @@ class Redirect:
     target: str
 
 
+@dataclass(slots=True, eq=False)
+class HereDoc:
+    """A here-document; its body is filled in when the parser reaches the lines after it."""
+
+    delimiter: str
+    quoted: bool
+    strip_tabs: bool
+    text: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class SimpleCommand:
     """One command bash would run, as words without quotes.
@@ -55,42 +92,83 @@ class SimpleCommand:
     `words` has leading assignments and keywords removed and the program reduced to its base name
     (`/usr/bin/rm` reads `rm`). `executed_by` names the commands that may run this command's
     output as code: a later pipeline stage that reads its program from stdin (`curl … | sh`), or
-    an enclosing `bash -c "$(…)"`, `eval "$(…)"`, `source <(…)`.
+    an enclosing `bash -c "$(…)"`, `eval "$(…)"`, `source <(…)`. `pipes_to` is the program of
+    the next pipeline stage. `code` is program text a shell among the views will parse (a
+    here-document, a here-string, `echo …|`); `hidden_code` says why this command runs code the
+    rules cannot read (empty when it does not).
     """
 
     words: tuple[str, ...]
     text: str
     redirects: tuple[Redirect, ...] = ()
     executed_by: tuple[str, ...] = ()
+    pipes_to: str = ""
+    hidden_code: str = ""
+    code: tuple[str | HereDoc, ...] = field(default=(), compare=False)
+    views: tuple[View, ...] = field(default=(), compare=False, repr=False)  # `wrappers.views`
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """Every simple command of a line, and the names of the shell functions it defines."""
+
+    parts: tuple[SimpleCommand, ...]
+    functions: frozenset[str]
 
 
 def split_command(command: str) -> list[SimpleCommand]:
     """Every simple command in `command`, nested ones included, roughly in the order they run.
 
-    Raises `ShellSyntaxError` when a quote, `$(`, `${` or backtick is left open.
+    Raises `ShellSyntaxError` when a quote, `$(`, `${` or backtick is left open, and
+    `TooComplexError` when the line nests deeper than the limits.
     """
+    return list(parse_line(command).parts)
+
+
+def parse_line(command: str) -> Line:
+    """`split_command`, plus the functions the line defines (`f() { … }`, `function f`)."""
+    functions: set[str] = set()
     try:
-        return _expand_scripts(_Parser(command).parse_list(closing=False), depth=0)
+        parts = _parse_script(command, 0, (), functions)
     except RecursionError:
-        raise ShellSyntaxError("substitutions nested too deeply") from None
+        raise TooComplexError("substitutions nested too deeply") from None
+    return Line(tuple(parts), frozenset(functions))
 
 
-def _expand_scripts(parts: list[SimpleCommand], depth: int) -> list[SimpleCommand]:
-    """Add the commands inside `bash -c SCRIPT` and `eval ARGS` (which bash parses again)."""
+def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
+                  functions: set[str]) -> list[SimpleCommand]:
+    """The parts of `text`, each followed by the parts of the code it hands to a shell."""
+    parser = _Parser(text)
+    parts = parser.parse_list(closing=False)
+    functions |= parser.functions
     out: list[SimpleCommand] = []
-    for part in parts:
+    for found in parts:
+        part = _run_by(found, executed_by)
         out.append(part)
-        if depth >= _MAX_DEPTH:
-            continue
-        for view in views(part.words):
-            script = inline_script(view.words)
-            if script is None:
-                continue
-            inner = _Parser(script).parse_list(closing=False)
-            inner = [dataclasses.replace(p, executed_by=p.executed_by + part.executed_by)
-                     for p in inner]
-            out.extend(_expand_scripts(inner, depth + 1))
+        scripts = [s for v in part.views if (s := inline_script(v.words)) is not None]
+        scripts += [c if isinstance(c, str) else c.text for c in part.code]
+        for script in scripts:
+            if depth >= MAX_SCRIPT_DEPTH:
+                reason = f"scripts nested more than {MAX_SCRIPT_DEPTH} deep are not read"
+                out.append(dataclasses.replace(part, hidden_code=reason, code=()))
+                break
+            out.extend(_parse_script(script, depth + 1, part.executed_by, functions))
     return out
+
+
+class _FileInput:
+    """stdin from a file: like a script operand, the rules do not read it."""
+
+
+_FILE = _FileInput()
+
+
+@dataclass(slots=True, eq=False)
+class _Sub:
+    """A command or process substitution: its text as written and the commands inside."""
+
+    raw: str
+    parts: list[SimpleCommand]
 
 
 @dataclass
@@ -101,20 +179,27 @@ class _Stage:
     end: int
     words: list[str] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
-    nested: list[SimpleCommand] = field(default_factory=list)
+    subs: list[_Sub] = field(default_factory=list)
     chars: list[str] = field(default_factory=list)
     in_word: bool = False
     quoted: bool = False
     pending_op: str | None = None
+    pending_fd: str = ""
+    stdin: str | HereDoc | _Sub | _FileInput | None = None  # here-string text, here-document, file, `< <(…)`
+    last_sub: _Sub | None = None
 
 
 class _Parser:
     """One pass over the text; `$( )` and `<( )` recurse on the same text."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, nesting: int = 0) -> None:
         self.text = text
         self.pos = 0
-        self.heredocs: list[tuple[str, bool, bool]] = []  # delimiter, quoted, strip tabs
+        self.nesting = nesting
+        self.heredocs: list[HereDoc] = []
+        self.functions: set[str] = set()
+        # Re-scans (arithmetic and `$[` look-ahead) may not cost more than a few passes.
+        self.scan_budget = 8 * len(text) + 4096
 
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
@@ -128,7 +213,7 @@ class _Parser:
                 self.pos += 1
                 if char == "\n":
                     stage = self._end_stage(stage, pipeline, out, piped=False)
-                    out.extend(self._skip_heredocs())
+                    out.extend(self._read_heredocs())
                     stage.start = self.pos
             elif char == "#" and not stage.in_word:
                 end = text.find("\n", self.pos)
@@ -139,10 +224,7 @@ class _Parser:
                 self.pos += 1
                 return out
             elif char in "()":
-                depth = max(depth + (1 if char == "(" else -1), 0)
-                self._end_word(stage)
-                self.pos += 1
-                stage = self._end_stage(stage, pipeline, out, piped=False)
+                stage, depth = self._read_paren(stage, pipeline, out, depth)
             elif text.startswith(("<(", ">("), self.pos):
                 self._read_substitution(stage)
             elif char in "<>" or text.startswith("&>", self.pos):
@@ -159,6 +241,104 @@ class _Parser:
         self._end_stage(stage, pipeline, out, piped=False)
         return out
 
+    def _read_paren(self, stage: _Stage, pipeline: list[_Stage], out: list[SimpleCommand],
+                    depth: int) -> tuple[_Stage, int]:
+        """A subshell's `(` or `)`, a function's `()`, or an arithmetic command `(( … ))`."""
+        char = self.text[self.pos]
+        if char == "(" and self._arithmetic_command(stage):
+            return stage, depth
+        self._end_word(stage)
+        if char == "(" and stage.words and _EMPTY_PARENS.match(self.text, self.pos):
+            self.functions.add(stage.words[-1])  # `name () { … }`
+        self.pos += 1
+        depth = max(depth + (1 if char == "(" else -1), 0)
+        return self._end_stage(stage, pipeline, out, piped=False), depth
+
+    def _nest(self) -> None:
+        if self.nesting >= MAX_NESTING:
+            raise TooComplexError(f"substitutions nested more than {MAX_NESTING} deep")
+
+    def _arithmetic_command(self, stage: _Stage) -> bool:
+        """`(( … ))` where a command may start (`for ((…))` too): read it as arithmetic."""
+        if not self.text.startswith("((", self.pos) or stage.in_word:
+            return False
+        if not all(w in _KEYWORDS or w == "for" for w in stage.words):
+            return False
+        end = self._arithmetic_end(self.pos + 2)
+        if end is None:
+            return False  # `((cd x); ls)`: two subshells
+        self._read_arithmetic(stage, self.pos + 2, end)
+        self.pos = end + 2
+        return True
+
+    def _arithmetic_end(self, start: int) -> int | None:
+        """Where `$((`/`((` starting at `start` closes with `))`, or None if it is no arithmetic.
+
+        Like bash: the parenthesis that closes the second `(` must be followed by `)`.
+        """
+        depth, index, text = 0, start, self.text
+        while (match := _ARITH_STOP.search(text, index)) is not None:
+            index = match.start()
+            char = text[index]
+            if char == "\\":
+                index += 2
+            elif char == "'":
+                close = text.find("'", index + 1)
+                index = len(text) if close < 0 else close + 1
+            elif char == '"':
+                quoted = _DOUBLE_QUOTED.match(text, index)
+                index = len(text) if quoted is None else quoted.end()
+            elif char == "(":
+                depth, index = depth + 1, index + 1
+            elif depth:
+                depth, index = depth - 1, index + 1
+            else:
+                self._spend(index - start)
+                return index if text.startswith("))", index) else None
+        self._spend(len(text) - start)
+        return None
+
+    def _bracket_end(self, start: int) -> int | None:
+        """Where `$[` starting at `start` closes with `]`."""
+        depth, index, text = 0, start, self.text
+        while (match := _BRACKET_STOP.search(text, index)) is not None:
+            index = match.start()
+            char = text[index]
+            if char == "\\":
+                index += 2
+            elif char in "'\"":
+                close = text.find(char, index + 1)
+                index = len(text) if close < 0 else close + 1
+            elif char == "[":
+                depth, index = depth + 1, index + 1
+            elif depth:
+                depth, index = depth - 1, index + 1
+            else:
+                self._spend(index - start)
+                return index
+        self._spend(len(text) - start)
+        return None
+
+    def _spend(self, scanned: int) -> None:
+        self.scan_budget -= scanned
+        if self.scan_budget < 0:
+            raise TooComplexError("too many nested arithmetic expressions to read")
+
+    def _read_arithmetic(self, stage: _Stage, start: int, end: int) -> None:
+        """The commands inside an arithmetic expression: only its substitutions run anything."""
+        self._nest()
+        self.nesting += 1
+        scratch = _Stage(0, 0)
+        self.pos = start
+        while self.pos < end:
+            char = self.text[self.pos]
+            if char in "$`\\":
+                self._read_word_piece(scratch, in_double_quotes=True)
+            else:
+                self.pos += 1
+        self.nesting -= 1
+        stage.subs.extend(scratch.subs)
+
     def _read_operator(self) -> bool:
         """Consume an operator; True when it is a pipe (the next command reads this one)."""
         op = next(op for op in (";;&", ";;", ";&", "&&", "||", "|&", "|", ";", "&")
@@ -167,13 +347,15 @@ class _Parser:
         return op in ("|", "|&")
 
     def _read_redirect(self, stage: _Stage) -> None:
+        fd = ""
         if stage.in_word and not stage.quoted and "".join(stage.chars).isdigit():
-            stage.chars.clear()  # `2>file`: the digits are the fd, not a word
+            fd = "".join(stage.chars)  # `2>file`: the digits are the fd, not a word
+            stage.chars.clear()
             stage.in_word = False
         self._end_word(stage)
         op = next(op for op in _REDIRECT_OPS if self.text.startswith(op, self.pos))
         self.pos += len(op)
-        stage.pending_op = op
+        stage.pending_op, stage.pending_fd = op, fd
 
     def _read_word_piece(self, stage: _Stage, in_double_quotes: bool) -> None:
         text, char = self.text, self.text[self.pos]
@@ -199,8 +381,10 @@ class _Parser:
         elif char == "$":
             self._read_dollar(stage, in_double_quotes)
         else:
-            stage.chars.append(char)
-            self.pos += 1
+            plain = (_PLAIN_QUOTED if in_double_quotes else _PLAIN).match(text, self.pos)
+            end = plain.end() if plain is not None else self.pos + 1
+            stage.chars.append(text[self.pos : end])
+            self.pos = end
 
     def _read_double_quoted(self, stage: _Stage, until_end: bool = False) -> None:
         while self.pos < len(self.text):
@@ -214,7 +398,10 @@ class _Parser:
     def _read_dollar(self, stage: _Stage, in_double_quotes: bool) -> None:
         nxt = self.text[self.pos + 1 : self.pos + 2]
         if nxt == "(":
-            self._read_substitution(stage)
+            if not self._read_dollar_arithmetic(stage):
+                self._read_substitution(stage)
+        elif nxt == "[":
+            self._read_dollar_bracket(stage)
         elif nxt == "{":
             self._read_braced(stage)
         elif nxt == "'" and not in_double_quotes:
@@ -227,71 +414,108 @@ class _Parser:
             stage.chars.append("$")
             self.pos += 1
 
+    def _read_dollar_arithmetic(self, stage: _Stage) -> bool:
+        """`$(( … ))`: True when it is arithmetic (its `<<` is a shift), read to its end."""
+        start = self.pos
+        if not self.text.startswith("$((", start):
+            return False
+        end = self._arithmetic_end(start + 3)
+        if end is None:
+            return False  # `$((cd x); ls)`: a command substitution of a subshell
+        self._read_arithmetic(stage, start + 3, end)
+        self.pos = end + 2
+        stage.chars.append(self.text[start : self.pos])
+        return True
+
+    def _read_dollar_bracket(self, stage: _Stage) -> None:
+        """`$[ … ]`, the old arithmetic form."""
+        start = self.pos
+        end = self._bracket_end(start + 2)
+        if end is None:
+            stage.chars.append("$")
+            self.pos += 1
+            return
+        self._read_arithmetic(stage, start + 2, end)
+        self.pos = end + 1
+        stage.chars.append(self.text[start : self.pos])
+
     def _find_ansi_c_end(self, index: int) -> int:
-        while index < len(self.text):
-            if self.text[index] == "'":
-                return index
-            index += 2 if self.text[index] == "\\" else 1
-        raise ShellSyntaxError("unterminated $'")
+        body = _ANSI_C_BODY.match(self.text, index)
+        end = body.end() if body is not None else index
+        if end >= len(self.text):
+            raise ShellSyntaxError("unterminated $'")
+        return end
 
     def _read_substitution(self, stage: _Stage) -> None:
         """`$(…)`, `<(…)`, `>(…)`: parse the inside as commands; the word keeps the raw text."""
+        self._nest()
         start = self.pos
         self.pos += 2
-        stage.nested.extend(self.parse_list(closing=True))
-        stage.chars.append(self.text[start : self.pos])
+        self.nesting += 1
+        parts = self.parse_list(closing=True)
+        self.nesting -= 1
+        sub = _Sub(self.text[start : self.pos], parts)
+        stage.subs.append(sub)
+        stage.last_sub = sub
+        stage.chars.append(sub.raw)
         stage.in_word = True
 
     def _read_braced(self, stage: _Stage) -> None:
         """`${…}`: a parameter expansion, which may itself hold substitutions."""
+        self._nest()
+        self.nesting += 1
         start, depth = self.pos, 0
         self.pos += 1
-        while self.pos < len(self.text):
+        while (match := _BRACED_STOP.search(self.text, self.pos)) is not None:
+            self.pos = match.start()
             char = self.text[self.pos]
             if char in "{}":
                 depth += 1 if char == "{" else -1
                 self.pos += 1
                 if depth == 0:
                     stage.chars.append(self.text[start : self.pos])
+                    self.nesting -= 1
                     return
-            elif char in "$`\\":
+            else:
                 mark = len(stage.chars)
                 self._read_word_piece(stage, in_double_quotes=True)
                 del stage.chars[mark:]
-            else:
-                self.pos += 1
         raise ShellSyntaxError("unterminated ${")
 
     def _read_backticks(self, stage: _Stage) -> None:
-        text, index = self.text, self.pos + 1
-        body: list[str] = []
-        while index < len(text) and text[index] != "`":
-            if text[index] == "\\" and text[index + 1 : index + 2] in ("`", "\\", "$"):
-                index += 1
-            body.append(text[index])
-            index += 1
-        if index >= len(text):
+        self._nest()
+        text = self.text
+        body = _BACKTICK_BODY.match(text, self.pos + 1)
+        end = body.end() if body is not None else self.pos + 1
+        if end >= len(text):
             raise ShellSyntaxError("unterminated backtick")
-        stage.nested.extend(_Parser("".join(body)).parse_list(closing=False))
-        stage.chars.append(text[self.pos : index + 1])
-        self.pos = index + 1
+        inner = _Parser(_BACKTICK_ESCAPE.sub(r"\1", text[self.pos + 1 : end]), self.nesting + 1)
+        sub = _Sub(text[self.pos : end + 1], inner.parse_list(closing=False))
+        self.functions |= inner.functions
+        stage.subs.append(sub)
+        stage.chars.append(sub.raw)
+        self.pos = end + 1
 
-    def _skip_heredocs(self) -> list[SimpleCommand]:
-        """Skip here-document bodies; an unquoted one still runs its `$( )` and backticks."""
+    def _read_heredocs(self) -> list[SimpleCommand]:
+        """Read here-document bodies; an unquoted one still runs its `$( )` and backticks."""
         found: list[SimpleCommand] = []
-        for delimiter, quoted, strip_tabs in self.heredocs:
-            start = self.pos
+        for doc in self.heredocs:
+            start = body_end = self.pos
             while self.pos < len(self.text):
                 end = self.text.find("\n", self.pos)
                 end = len(self.text) if end < 0 else end
                 line = self.text[self.pos : end]
-                self.pos = min(end + 1, len(self.text))
-                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                line_start, self.pos = self.pos, min(end + 1, len(self.text))
+                if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
+                    body_end = line_start
                     break
-            if not quoted:
-                body, scratch = _Parser(self.text[start : self.pos]), _Stage(0, 0)
+                body_end = self.pos
+            doc.text = self.text[start:body_end]
+            if not doc.quoted:
+                body, scratch = _Parser(doc.text, self.nesting), _Stage(0, 0)
                 body._read_double_quoted(scratch, until_end=True)
-                found.extend(scratch.nested)
+                self.functions |= body.functions
+                found.extend(part for sub in scratch.subs for part in sub.parts)
         self.heredocs.clear()
         return found
 
@@ -300,57 +524,169 @@ class _Parser:
             return
         word = "".join(stage.chars)
         op, stage.pending_op = stage.pending_op, None
+        reads_stdin = stage.pending_fd in ("", "0")
         if op in ("<<", "<<-"):
-            self.heredocs.append((word, stage.quoted, op == "<<-"))
+            doc = HereDoc(word, stage.quoted, op == "<<-")
+            self.heredocs.append(doc)
+            if reads_stdin:
+                stage.stdin = doc
         elif op is not None:
             stage.redirects.append(Redirect(op, word))
+            if reads_stdin and op == "<<<":
+                stage.stdin = word
+            elif reads_stdin and op in ("<", "<>"):
+                sub = stage.last_sub
+                stage.stdin = sub if sub is not None and sub.raw == word else _FILE
         else:
             stage.words.append(word)
         stage.chars.clear()
         stage.in_word = stage.quoted = False
+        stage.last_sub = None
         stage.end = self.pos
 
     def _end_stage(
         self, stage: _Stage, pipeline: list[_Stage], out: list[SimpleCommand], piped: bool
     ) -> _Stage:
         """Close the current command; close the pipeline too unless a pipe follows."""
-        stage.words = _command_words(stage.words)
-        if stage.words or stage.redirects or stage.nested:
+        stage.words = _command_words(stage.words, self.functions)
+        if stage.words or stage.redirects or stage.subs:
             pipeline.append(stage)
         if not piped:
-            out.extend(_close_pipeline(pipeline, self.text))
+            out.extend(self._close_pipeline(pipeline))
             pipeline.clear()
         return _Stage(self.pos, self.pos)
 
+    def _close_pipeline(self, stages: list[_Stage]) -> list[SimpleCommand]:
+        out: list[SimpleCommand] = []
+        stage_views = [views(tuple(stage.words)) for stage in stages]
+        # The nearest later stage that runs its stdin as code, found from the end (one pass).
+        runner, later_runner = "", [""] * len(stages)
+        for index in range(len(stages) - 1, -1, -1):
+            later_runner[index] = runner
+            if any(runs_stdin_as_code(v.words) for v in stage_views[index]):
+                runner = stages[index].words[0]
+        for index, stage in enumerate(stages):
+            words = tuple(stage.words)
+            later = (later_runner[index],) if later_runner[index] else ()
+            # `$(curl …)` as the program word runs the output too, as does `bash -c "$(curl …)"`.
+            runs_output = words and (_runs_arguments(stage_views[index]) or "$" in words[0]
+                                     or "`" in words[0])
+            enclosing = (words[0],) if runs_output else ()
+            extra = enclosing + later
+            out.extend(_run_by(part, extra) for sub in stage.subs for part in sub.parts)
+            if words or stage.redirects:
+                previous = stages[index - 1] if index else None
+                hidden, code = _code_read_by(stage, stage_views[index], previous)
+                following = stages[index + 1].words[:1] if index + 1 < len(stages) else []
+                out.append(SimpleCommand(
+                    words, self.text[stage.start : stage.end].strip(), tuple(stage.redirects),
+                    later, following[0] if following else "", hidden, tuple(code),
+                    tuple(stage_views[index])))
+        return out
 
-def _close_pipeline(stages: list[_Stage], text: str) -> list[SimpleCommand]:
-    out: list[SimpleCommand] = []
-    for index, stage in enumerate(stages):
-        words = tuple(stage.words)
-        later = tuple(s.words[0] for s in stages[index + 1 :]
-                      if any(runs_stdin_as_code(v.words) for v in views(tuple(s.words))))
-        # `$(curl …)` as the program word runs the output too, as does `bash -c "$(curl …)"`.
-        runs_output = words and (runs_arguments(words) or "$" in words[0] or "`" in words[0])
-        enclosing = (words[0],) if runs_output else ()
-        out.extend(dataclasses.replace(part, executed_by=part.executed_by + enclosing + later)
-                   for part in stage.nested)
-        if words or stage.redirects:
-            source = text[stage.start : stage.end].strip()
-            out.append(SimpleCommand(words, source, tuple(stage.redirects), later))
-    return out
+
+def _run_by(part: SimpleCommand, extra: tuple[str, ...]) -> SimpleCommand:
+    """`part`, noting that `extra` run its output as code."""
+    if not extra:
+        return part
+    return dataclasses.replace(part, executed_by=part.executed_by + extra)
 
 
-def _command_words(words: list[str]) -> list[str]:
+def _runs_arguments(stage_views: list[View]) -> bool:
+    return any(v.words[0] in EVALUATORS or INTERPRETERS.fullmatch(v.words[0]) is not None
+               for v in stage_views)
+
+
+def _code_read_by(stage: _Stage, stage_views: list[View], previous: _Stage | None
+                  ) -> tuple[str, list[str | HereDoc]]:
+    """The program text the stage's shells will parse, and why some is hidden (if it is).
+
+    A shell reading stdin reads a here-document, a here-string, or the previous pipeline stage's
+    output (known for `echo`/`printf` and `cat <<EOF`); `. <(…)`, `bash <(…)`, `eval "$(…)"` and
+    `bash -c "$(…)"` read a substitution's output (known for `echo`/`printf`). Anything else is
+    hidden, as is any program text fed to a non-shell interpreter.
+    """
+    hidden, code = "", []
+    for view in stage_views:
+        name = view.words[0]
+        if name not in EVALUATORS and INTERPRETERS.fullmatch(name) is None:
+            continue  # reads no program text
+        shellish = _is_shell(name)
+        sources: list[str | HereDoc | _Sub | _FileInput | None] = []
+        if runs_stdin_as_code(view.words):
+            sources.append(stage.stdin if stage.stdin is not None else _output_of(previous))
+        code_words = _code_words(view.words)
+        sources.extend(sub for sub in stage.subs if sub.raw in code_words)
+        for source in sources:
+            if isinstance(source, _FileInput):
+                continue
+            text = _literal_output(source.parts) if isinstance(source, _Sub) else source
+            if text is None or not shellish:
+                hidden = f"{name} runs a program the rules cannot read"
+            else:
+                code.append(text)
+    return hidden, code
+
+
+def _is_shell(name: str) -> bool:
+    return SHELLS.fullmatch(name) is not None or name in EVALUATORS
+
+
+def _code_words(words: tuple[str, ...]) -> frozenset[str]:
+    """The words whose text (when it is one substitution) becomes program text."""
+    name = words[0]
+    if name == "eval":
+        return frozenset({inline_script(words) or ""})
+    if name in ("source", "."):
+        return frozenset(words[1:2])
+    if SHELLS.fullmatch(name):
+        call = shell_call(words)
+        return frozenset(w for w in (call.script, call.operand) if w is not None)
+    if INTERPRETERS.fullmatch(name):
+        return frozenset(w for w in words[1:] if w.startswith("<("))
+    return frozenset()
+
+
+def _output_of(stage: _Stage | None) -> str | HereDoc | None:
+    """What a pipeline stage writes, when the line shows it: `echo`/`printf` words, `cat <<EOF`."""
+    if stage is None or any(r.op in (">", ">>", ">|", "&>") for r in stage.redirects):
+        return None
+    words = tuple(stage.words)
+    if words[:1] == ("cat",) and len(words) == 1 and isinstance(stage.stdin, str | HereDoc):
+        return stage.stdin
+    return _echoed(words)
+
+
+def _literal_output(parts: list[SimpleCommand]) -> str | None:
+    if len(parts) != 1 or parts[0].redirects:
+        return None
+    return _echoed(parts[0].words)
+
+
+def _echoed(words: tuple[str, ...]) -> str | None:
+    """The text `echo`/`printf` prints, roughly (`printf`'s format is kept as written)."""
+    if words[:1] not in (("echo",), ("printf",)):
+        return None
+    args = list(words[1:])
+    while words[0] == "echo" and args and _ECHO_OPTION.fullmatch(args[0]):
+        args.pop(0)
+    return " ".join(args)
+
+
+def _command_words(words: list[str], functions: set[str]) -> list[str]:
     """Drop leading keywords and assignments; reduce the program to its base name."""
-    index = 0
+    index, after_time = 0, False
     while index < len(words):
         word = words[index]
         if word in _HEADERS:
             return []
         if word == "function":
+            functions.update(words[index + 1 : index + 2])
             index += 2
-        elif word in _KEYWORDS or ASSIGNMENT.match(word) or (word == "-p" and index and
-                                                               words[index - 1] == "time"):
+        elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
+            index += 3  # `coproc NAME { …; }`
+        elif word in _KEYWORDS or ASSIGNMENT.match(word) or (after_time and word in ("-p", "--")):
+            after_time = word == "time" or (after_time and word in ("-p", "--"))
             index += 1
         else:
             break

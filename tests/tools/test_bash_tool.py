@@ -46,7 +46,9 @@ def problem_of(raw: object) -> str:
         ({"command": ""}, "'command' is empty"),
         ({"command": "  \n"}, "'command' is empty"),
         ({"command": "ls\0"}, "'command' contains NUL bytes"),
-        ({"command": "x" * 100_001}, "'command' is 100001 characters, the limit is 100000"),
+        ({"command": "x" * 130_049},
+         "'command' is 130049 bytes in UTF-8, the limit is 130048 (Linux refuses a longer "
+         "argument to bash -c)"),
         ({"command": "ls", "timeout": 0},
          "'timeout' must be a positive number of seconds <= 600, got 0"),
         ({"command": "ls", "timeout": 601},
@@ -77,11 +79,11 @@ def test_valid_arguments_become_bash_args() -> None:
 
 
 def test_limits_are_configurable() -> None:
-    """max_timeout and max_command_chars change the bounds and the messages."""
+    """max_timeout and max_command_bytes change the bounds and the messages."""
     raw = {"command": "echo hello", "timeout": 20}
-    result = validate_bash_args(raw, max_timeout=10, max_command_chars=5)
+    result = validate_bash_args(raw, max_timeout=10, max_command_bytes=5)
     assert isinstance(result, CommandResult)
-    assert (result.detail or "").startswith("'command' is 10 characters, the limit is 5")
+    assert (result.detail or "").startswith("'command' is 10 bytes in UTF-8, the limit is 5")
 
 
 json_values = st.recursive(

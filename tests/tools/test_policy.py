@@ -47,7 +47,7 @@ def defaults(mode: str = "rules") -> Policy:
         ("if true; then reboot; fi", ["true", "reboot"]),
         ("for f in a b; do rm $f; done", ["rm"]),
         ("f() { rm -rf /; }; f", ["f", "rm", "f"]),
-        ("echo ${x:-$(whoami)} $((1 + $(id -u)))", ["whoami", "id", "1", "echo"]),
+        ("echo ${x:-$(whoami)} $((1 + $(id -u)))", ["whoami", "id", "echo"]),
         ("ls # ; rm -rf /", ["ls"]),
     ],
 )
@@ -129,7 +129,7 @@ ASKED = [
     ":(){ :|:& };:", "bomb() { bomb | bomb & }; bomb", "echo x > /etc/hosts",
     "echo x >> /dev/sda", "cat k | tee /etc/ssh/sshd_config", "cp a /usr/bin/",
     "cp -t /etc a", "cd /etc && echo x > passwd", "crontab -r", "crontab -u bob -r",
-    "kill -9 -1", "kill -- -1", "kill -KILL -1",
+    "kill -9 -1", "kill -- -1", "kill -KILL -1", "python3 - <<'EOF'\nprint(1)\nEOF",
 ]
 ALLOWED = [
     "rm -rf build", "rm -rf ./*", "rm -rf *", "rm x /etc/y", "cd sub && rm -rf x",
