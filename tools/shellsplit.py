@@ -670,7 +670,9 @@ def _echoed(words: tuple[str, ...]) -> str | None:
     args = list(words[1:])
     while words[0] == "echo" and args and _ECHO_OPTION.fullmatch(args[0]):
         args.pop(0)
-    return " ".join(args)
+    # printf's arguments each on a line, `\n` escapes as line breaks: this can only split the
+    # text into more commands than the shell will see, never join two into one.
+    return ("\n" if words[0] == "printf" else " ").join(args).replace("\\n", "\n")
 
 
 def _command_words(words: list[str], functions: set[str]) -> list[str]:
