@@ -34,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return exit_.code if isinstance(exit_.code, int) else ExitStatus.USAGE
     handler: Handler = args.handler
+    if args.command in ("run", "resume"):  # the commands that start shell commands
+        from bashgraph.tools.secret_guard import protect_secrets
+
+        protect_secrets()  # what commands can read of this process: see docs/safety.md
     return handler(args)
 
 

@@ -46,6 +46,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from bashgraph.tools.secret_guard import is_dumpable
+
 #: Enters the start directory, or reports `CD_FAILED` on the channel and exits.
 ENTER = "cd -- \"$2\" || { echo '!' >| \"$1\"; exit 1; }; "
 #: Keeps the channel and arms the EXIT trap that reports `$PWD` on it.
@@ -184,4 +186,6 @@ def fd_above(fd: int, above: int) -> int:
 
 @functools.cache
 def _proc_fd_available() -> bool:
-    return os.path.isdir("/proc/self/fd")
+    # A non-dumpable runner (`secret_guard.protect_secrets`) keeps its /proc/<pid>/fd from its
+    # commands: they get the file instead.
+    return os.path.isdir("/proc/self/fd") and is_dumpable()
