@@ -43,6 +43,8 @@ ASKED = {
     "bash-process-substitution": f"bash <(echo '{OUTSIDE}')",
     "bash-stdin-process-substitution": f"bash < <(echo '{OUTSIDE}')",
     "eval-echo-substitution": f'eval "$(echo {OUTSIDE})"',
+    "bash-c-echo-substitution": f'bash -c "$(echo {OUTSIDE})"',
+    "dollar-paren-paren-subshell": f"echo $(({OUTSIDE}) )",
     "here-string-to-bash": f"bash <<< '{OUTSIDE}'",
     "bash-o-pipefail": f"bash -o pipefail -c '{OUTSIDE}'",
     "bash-eo-pipefail": f"bash -eo pipefail -c '{OUTSIDE}'",
@@ -77,6 +79,9 @@ ASKED = {
     "python-piped": "echo 'import os' | python3",
     "opaque-source": "source <(cat script.sh)",
     "opaque-pipe-to-bash": "cat script.sh | bash",
+    "opaque-eval": 'eval "$(ssh-agent -s)"',
+    "node-process-substitution": "node <(curl -s x.js)",
+    "bare-shell-first": "bash",
     "bash-in-subshell-after-pipe": f"echo '{OUTSIDE}' | (bash)",
 }
 
@@ -195,3 +200,19 @@ def test_scripts_nested_deeper_than_the_limit_are_asked() -> None:
     for _ in range(MAX_SCRIPT_DEPTH - 1):
         shallow = "bash -c " + shlex.quote(shallow)
     assert defaults().decide(shallow).action == "allow"
+
+
+def test_limits_ask_instead_of_reading_on() -> None:
+    """Too many wrappers or find paths x -exec words: asked as too complex, never allowed."""
+    wrapped = "nice " * 17 + "ls"
+    find = "find " + " ".join(f"d{i}" for i in range(50)) + " -exec echo {} {} {} {} {} {} +" * 10
+    for command in (wrapped, find):
+        decision = defaults().decide(command)
+        assert decision.action == "ask", command
+        assert decision.reason.startswith("too complex to check"), decision
+
+
+def test_a_cd_chain_longer_than_path_max_makes_the_directory_unknown() -> None:
+    """`cd a` thousands of times: past PATH_MAX the directory is unknown, so `rm -rf x` asks."""
+    assert defaults().decide("cd a; " * 10 + "rm -rf x").action == "allow"
+    assert defaults().decide("cd a; " * 3000 + "rm -rf x").action == "ask"
