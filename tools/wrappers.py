@@ -219,7 +219,8 @@ def _wrapped_command(words: tuple[str, ...]) -> tuple[str, ...]:
     spec = _WRAPPERS.get(words[0])
     if spec is None:
         return ()
-    index, split = 1, ()
+    index = 1
+    split: tuple[str, ...] = ()
     while index < len(words):
         word = words[index]
         if word == "--":
