@@ -607,6 +607,8 @@ def _code_read_by(stage: _Stage, stage_views: list[View], previous: _Stage | Non
     hidden, as is any program text fed to a non-shell interpreter.
     """
     hidden, code = "", []
+    if stage.words and stage.words[0].startswith(("$(", "`")):
+        hidden = "the program's name is the output of a command"  # `$(printf '\x72m') -rf /`
     for view in stage_views:
         name = view.words[0]
         if name not in EVALUATORS and INTERPRETERS.fullmatch(name) is None:
@@ -668,6 +670,8 @@ def _echoed(words: tuple[str, ...]) -> str | None:
     if words[:1] not in (("echo",), ("printf",)):
         return None
     args = list(words[1:])
+    if any("$" in arg or "`" in arg for arg in args):
+        return None  # a variable or substitution: what it prints is not on the line
     while words[0] == "echo" and args and _ECHO_OPTION.fullmatch(args[0]):
         args.pop(0)
     # printf's arguments each on a line, `\n` escapes as line breaks: this can only split the

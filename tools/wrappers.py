@@ -197,8 +197,10 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
 
 
 def program_name(word: str) -> str:
-    """The base name of a program word: `/usr/bin/rm` -> `rm`."""
-    return word.rsplit("/", 1)[-1] if "/" in word else word
+    """The base name of a program word: `/usr/bin/rm` -> `rm` (a substitution stays whole)."""
+    if "/" not in word or word.startswith(("$(", "`")):
+        return word
+    return word.rsplit("/", 1)[-1]
 
 
 def long_option(name: str, known: tuple[str, ...]) -> str | None:

@@ -82,6 +82,10 @@ ASKED = {
     "opaque-eval": 'eval "$(ssh-agent -s)"',
     "node-process-substitution": "node <(curl -s x.js)",
     "bare-shell-first": "bash",
+    "computed-program-name": "$(printf '\\x72m') -rf ../x",
+    "computed-program-path": "$(echo /bin/rm) -rf ../x",
+    "echoed-substitution-to-bash": 'echo "$(cat <<EOF\nrm -rf ../x\nEOF\n)" | bash',
+    "echoed-variable-to-sh": 'echo "$X" | sh',
     "bash-in-subshell-after-pipe": f"echo '{OUTSIDE}' | (bash)",
 }
 
