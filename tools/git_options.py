@@ -98,7 +98,7 @@ def force_pushes(words: tuple[str, ...]) -> bool:
         return False
     parsed = _parse(found[1], _PUSH)
     return ("f" in parsed.shorts or bool(parsed.longs & {"--force", "--force-with-lease", "--mirror"})
-            or any(operand.startswith("+") for operand in parsed.operands[1:]))
+            or any(operand.startswith("+") for operand in parsed.operands))
 
 
 def resets_hard(words: tuple[str, ...]) -> bool:
