@@ -22,6 +22,7 @@ class Terminal:
     def __init__(self, master: int) -> None:
         self.master = master
         self.screen = ""
+        self.raw = b""  # every byte the CLI wrote, escape sequences included
 
     def read_until(self, words: str, running: Running, timeout: float = 15) -> None:
         deadline = time.monotonic() + timeout
@@ -48,6 +49,7 @@ class Terminal:
             data = os.read(self.master, 65536)
         except OSError:  # EIO: the CLI closed its end
             return False
+        self.raw += data
         self.screen += ANSI.sub("", data.decode(errors="replace")).replace("\r", "")
         return bool(data)
 
@@ -108,3 +110,112 @@ def test_ctrl_c_at_a_question_leaves_it_pending(cli: Cli, openai_server: FakeOpe
     resumed = cli("resume", "tty2", "--rule", "ask:echo *", "--answer", "approve")
     assert resumed.code == 0, resumed.err
     assert (cli.workdir / "mark").read_text() == "approved\n"
+
+
+#: Window title (OSC 0), clipboard write (OSC 52), clear screen, alternate screen.
+HOSTILE = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[?1049h"
+SHOWN = "␛]0;owned␇␛]52;c;cm0gLXJmIH4=␇␛[2J␛[?1049h"
+RAW = (b"\x1b]0;", b"\x1b]52;", b"\x1b[2J", b"\x1b[?1049h")
+#: Shown as `ls -la` by a terminal that obeys the escapes (erase the line, back to column 1).
+DISGUISED = "rm -rf important \x1b[2K\x1b[1Gls -la"
+
+
+def hostile_script(server: FakeOpenAIServer, answered: bool = True) -> None:
+    """Escape sequences in the model's words, in a command that asks for approval, and (when
+    the approval is answered) in the final answer."""
+    server.add(tool_calls(ToolCall("bash", {"command": DISGUISED}), content="look " + HOSTILE))
+    if answered:
+        server.add(text("all done " + HOSTILE))
+
+
+def test_the_approval_shows_the_escape_sequences_in_a_command(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """On a terminal, the disguised command is shown as `rm -rf important ␛[2K␛[1Gls -la`, and
+    no escape sequence the model wrote reaches the terminal."""
+    hostile_script(openai_server)
+    with terminal() as (screen, tty):
+        running = cli.start("run", "tidy up", "--thread", "tty3", "--rule", "ask:rm *", tty=tty)
+        screen.read_until("answer [approve/reject/edit]", running)
+        screen.type("reject")
+        screen.read_until("message for the model", running)
+        screen.type("")
+        result = screen.wait(running)
+    assert result.code == 0, screen.screen
+    assert "question: approval needed for `rm -rf important ␛[2K␛[1Gls -la`" in screen.screen
+    assert f"model · step 1  look {SHOWN}" in screen.screen
+    assert f"all done {SHOWN}" in screen.screen
+    assert b"\x1b[1Gls" not in screen.raw
+    for raw in RAW:
+        assert raw not in screen.raw
+    assert not (cli.workdir / "important").exists()
+
+
+def test_pipe_and_json_output_carry_no_raw_escape_sequence(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """In a pipe the same text shows the symbols; --json escapes every control character."""
+    hostile_script(openai_server, answered=False)
+    piped = cli("run", "tidy up", "--rule", "ask:rm *")
+    assert piped.code == 3, piped.err
+    assert "question: approval needed for `rm -rf important ␛[2K␛[1Gls -la`" in piped.out
+    assert f"model (step 1): look {SHOWN}" in piped.out
+    hostile_script(openai_server, answered=False)
+    as_json = cli("run", "tidy up", "--rule", "ask:rm *", "--json")
+    assert as_json.code == 3, as_json.err
+    assert as_json.of("model_reply")[0]["tool_calls"][0]["command"] == DISGUISED
+    for result in (piped, as_json):
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.out + result.err)
+
+
+#: Passes the output cap at once (the rest of the run moves to a thread), then prints more.
+PAST_THE_CAP = "seq 1 4000; sleep 0.5; echo tail"
+
+
+def test_output_after_a_big_burst_is_still_streamed(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """--json: `tail`, printed after 19 KB of output, arrives as a command_output event, and
+    nothing is logged on stderr."""
+    openai_server.add(tool_call("bash", {"command": PAST_THE_CAP}), text("ok"))
+    result = cli("run", "count", "--json")
+    assert result.code == 0, result.err
+    streamed = "".join(event["text"] for event in result.of("command_output"))
+    assert streamed.endswith("tail\n")
+    assert result.err == ""
+
+
+def test_the_terminal_shows_output_after_a_big_burst(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """On a terminal the live tail goes on after the burst: `tail` appears under the command."""
+    openai_server.add(tool_call("bash", {"command": PAST_THE_CAP + "; sleep 0.6"}), text("ok"))
+    with terminal() as (screen, tty):
+        running = cli.start("run", "count", "--thread", "tty4", tty=tty)
+        screen.read_until("    tail", running)
+        result = screen.wait(running)
+    assert result.code == 0, screen.screen
+    assert "Traceback" not in screen.screen
+
+
+def test_a_multi_line_command_keeps_every_line_whole(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """Pipe mode prints the command on one line (`⏎` between its lines); --json's end.reason
+    is one line."""
+    command = "echo one\necho two"
+    openai_server.add(tool_call("bash", {"command": command}), text("ok"))
+    piped = cli("run", "two lines")
+    assert piped.code == 0, piped.err
+    assert "$ echo one⏎echo two" in piped.out.splitlines()
+    assert not [line for line in piped.out.splitlines() if line in ("echo two", "echo two`")]
+    openai_server.add(tool_call("bash", {"command": command}))
+    paused = cli("run", "two lines", "--rule", "ask:echo *", "--json")
+    assert paused.code == 3, paused.err
+    assert paused.events[-1]["reason"] == "approval needed for `echo one⏎echo two`"
+
+
+def test_the_resume_command_is_never_broken_at_the_terminal_width(
+    cli: Cli, openai_server: FakeOpenAIServer
+) -> None:
+    """On a 50-column terminal the printed resume command is still one line: a paste of it
+    runs the whole command."""
+    openai_server.add(tool_call("bash", {"command": "echo approved > mark"}))
+    rules = ("--rule", "ask:echo *", "--base-url", openai_server.base_url, "--db", str(cli.db))
+    with terminal() as (screen, tty):
+        running = cli.start("run", "mark it", "--thread", "tty5", *rules, tty=tty, COLUMNS="50")
+        screen.read_until("answer [approve/reject/edit]", running)
+        os.kill(running.pid, signal.SIGINT)
+        screen.wait(running, timeout=10)
+    expected = f"continue with: bashgraph resume tty5 --db {cli.db} --base-url {openai_server.base_url} --rule 'ask:echo *'"
+    assert expected in screen.screen.splitlines(), screen.screen
