@@ -217,5 +217,6 @@ def test_the_resume_command_is_never_broken_at_the_terminal_width(
         screen.read_until("answer [approve/reject/edit]", running)
         os.kill(running.pid, signal.SIGINT)
         screen.wait(running, timeout=10)
-    expected = f"continue with: bashgraph resume tty5 --db {cli.db} --base-url {openai_server.base_url} --rule 'ask:echo *'"
+    expected = (f"continue with: bashgraph resume tty5 --db {cli.db} "
+                f"--base-url {openai_server.base_url} --rule 'ask:echo *'")
     assert expected in screen.screen.splitlines(), screen.screen
