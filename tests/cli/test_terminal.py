@@ -5,12 +5,19 @@ from __future__ import annotations
 import os
 import re
 import select
+import shlex
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from tests.cli.conftest import Cli, Result, Running
+import pytest
+
+from tests.cli.conftest import REPO, Cli, Result, Running
 from tests.support.openai_server import FakeOpenAIServer, ToolCall, text, tool_call, tool_calls
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -220,3 +227,37 @@ def test_the_resume_command_is_never_broken_at_the_terminal_width(
     expected = (f"continue with: bashgraph resume tty5 --db {cli.db} "
                 f"--base-url {openai_server.base_url} --rule 'ask:echo *'")
     assert expected in screen.screen.splitlines(), screen.screen
+
+
+def test_the_resume_command_pastes_whole_from_an_80_column_tmux(
+    cli: Cli, openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """In tmux at 80 columns, the pane's text with wrapped lines joined (what a copy gives)
+    has the whole resume command on one line."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    openai_server.add(tool_call("bash", {"command": "echo approved > mark"}))
+    env = {k: v for k, v in cli.env.items() if k != "COLUMNS"}  # the pane's own width counts
+    argv = [sys.executable, "-m", "bashgraph.graph.cli", "run", "mark it", "--thread", "tmux1",
+            "--rule", "ask:echo *", "--base-url", openai_server.base_url, "--db", str(cli.db)]
+    script = f"cd {shlex.quote(str(REPO))} && env {shlex.join(f'{k}={v}' for k, v in env.items())} " \
+             f"{shlex.join(argv)} < /dev/null; sleep 60"
+    tmux = ["tmux", "-S", str(tmp_path / "tmux.sock")]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "50", script], check=True, timeout=10)
+    try:
+        deadline = time.monotonic() + 30
+        while "continue with:" not in (pane := _pane(tmux)):
+            assert time.monotonic() < deadline, pane
+            time.sleep(0.2)
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, timeout=10)
+    expected = (f"continue with: bashgraph resume tmux1 --db {cli.db} "
+                f"--base-url {openai_server.base_url} --rule 'ask:echo *'")
+    assert len(expected) > 80
+    assert expected in [line.rstrip() for line in pane.splitlines()], pane
+
+
+def _pane(tmux: list[str]) -> str:
+    """The pane's text, soft-wrapped lines joined (`-J`), as a copy and paste would give it."""
+    return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-S", "-"], capture_output=True,
+                          text=True, check=True, timeout=10).stdout
