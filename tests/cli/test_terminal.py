@@ -261,3 +261,13 @@ def _pane(tmux: list[str]) -> str:
     """The pane's text, soft-wrapped lines joined (`-J`), as a copy and paste would give it."""
     return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-S", "-"], capture_output=True,
                           text=True, check=True, timeout=10).stdout
+
+
+def test_thread_listings_show_a_hostile_task_visibly(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """`threads` prints the task of each thread on one line, escape sequences as symbols."""
+    openai_server.add(text("ok"))
+    assert cli("run", "task " + HOSTILE + "\nsecond line", "--thread", "listed").code == 0
+    for listing in (cli("threads"), cli("threads", "--json")):
+        assert listing.code == 0, listing.err
+        assert not re.search("[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]", listing.out)  # tabs: columns
+    assert f"\ttask {SHOWN}⏎second line\t" in cli("threads").out
