@@ -113,5 +113,5 @@ def _cell(value: Any) -> str:
 
 
 def _fail(message: str, status: ExitStatus) -> int:
-    print(f"bashgraph: error: {message}", file=sys.stderr)
+    print(f"bashgraph: error: {one_line(message)}", file=sys.stderr)
     return status

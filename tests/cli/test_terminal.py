@@ -271,3 +271,17 @@ def test_thread_listings_show_a_hostile_task_visibly(cli: Cli, openai_server: Fa
         assert listing.code == 0, listing.err
         assert not re.search("[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f]", listing.out)  # tabs: columns
     assert f"\ttask {SHOWN}⏎second line\t" in cli("threads").out
+
+
+def test_error_lines_show_escape_sequences_as_symbols(cli: Cli) -> None:
+    """`bashgraph: error: …` lines (an unknown thread, a missing policy file) are one line,
+    with the sequences they quote shown as symbols."""
+    unknown = cli("history", "t" + HOSTILE)
+    assert unknown.code == 2
+    assert f"no thread t{SHOWN}" in unknown.err
+    no_policy = cli("run", "x", "--policy", "/nonexistent/" + HOSTILE + "\nrules.toml")
+    assert no_policy.code == 2
+    assert f"/nonexistent/{SHOWN}⏎rules.toml" in no_policy.err
+    for result in (unknown, no_policy):
+        assert len(result.err.splitlines()) == 1
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", result.err)
