@@ -43,13 +43,16 @@ _MEMORY, _PENDING, _SPILLING, _DISCARDING = range(4)
 
 _Bytes = bytes | bytearray | memoryview
 
+# A string sequence (OSC, DCS, ...) is removed only with its terminator on the same line: an
+# unterminated one would otherwise hide the rest of the output. Its introducer alone is then
+# removed as a two-byte escape, and its text stays visible.
 _ANSI = re.compile(
     r"""
-      \x1b\[[0-?]*[ -/]*[@-~]?               # CSI: colours, cursor moves, erase
-    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?     # OSC: window titles, hyperlinks
-    | \x1b[PX^_][^\x1b]*(?:\x1b\\)?          # DCS, SOS, PM, APC strings
-    | \x1b[ -/]*[0-~]                        # two-byte escapes (charset selection, ...)
-    | \x9b[0-?]*[ -/]*[@-~]?                 # 8-bit CSI
+      \x1b\[[0-?]*[ -/]*[@-~]?                 # CSI: colours, cursor moves, erase
+    | \x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)     # OSC: window titles, hyperlinks
+    | \x1b[PX^_][^\x1b\n]*\x1b\\              # DCS, SOS, PM, APC strings
+    | \x1b[ -/]*[0-~]                          # two-byte escapes (charset selection, ...)
+    | \x9b[0-?]*[ -/]*[@-~]?                   # 8-bit CSI
     """,
     re.VERBOSE,
 )

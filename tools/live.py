@@ -33,7 +33,7 @@ FLUSH_INTERVAL_S = 0.1
 MAX_CALL_BYTES = 2048
 #: An escape sequence longer than this is not held back (it is garbage, not a colour code).
 _MAX_HELD_ESCAPE = 64
-_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*|[ -/]*)?\Z")
+_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*|[PX^_][^\x1b\n]*|[ -/]*)?\Z")
 
 _log = logging.getLogger(__name__)
 

@@ -71,3 +71,17 @@ def test_any_text_comes_out_without_controls_and_one_for_one(text: str, repeat: 
         assert all(a == b for a, b in zip(shown, text, strict=True) if not FORBIDDEN.match(b) and b != "\n")
         assert visible(shown) == shown
     assert "\n" not in one_line(text)
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        (b"\x1b]0;no end\nthe rest of the output\n", "0;no end\nthe rest of the output\n"),
+        (b"\x1bPno end\nthe rest\n", "no end\nthe rest\n"),
+        (b"\x1b]0;title\x07shown \x1b]8;;https://x\x1b\\link\x1b]8;;\x1b\\", "shown link"),
+    ],
+)
+def test_an_unterminated_string_sequence_in_output_hides_nothing(raw: bytes, text: str) -> None:
+    """OSC and DCS strings are removed with their terminator on the same line; without one,
+    only the introducer goes and the rest of the output stays for the model and the person."""
+    assert safe_text(raw) == text
