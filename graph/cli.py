@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.cli_status import ExitStatus, ResumeHint, absolute
+from bashgraph.tools.visible import one_line
 
 if TYPE_CHECKING:
     from bashgraph.graph.cli_run import RunSettings
@@ -168,7 +169,7 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
             print(notice, file=sys.stderr)
         model = make_chat_model(config)
     except (ConfigError, PolicyError) as exc:
-        print(f"bashgraph: error: {exc}", file=sys.stderr)
+        print(f"bashgraph: error: {one_line(str(exc))}", file=sys.stderr)
         return ExitStatus.USAGE
     renderer, tokens, ask = _renderer(args.json)
     hint = ResumeHint(repeated_options(args))

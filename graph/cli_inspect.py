@@ -17,6 +17,7 @@ from bashgraph.graph.cli_status import ExitStatus, ResumeHint, absolute
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import BashgraphError, ConfigError, StoreError
 from bashgraph.graph.session import Session, open_session
+from bashgraph.tools.visible import one_line
 
 ID_COLUMNS = frozenset({"thread_id", "checkpoint_id"})
 
@@ -107,9 +108,10 @@ def print_table(title: str, columns: Sequence[str], rows: list[dict[str, Any]], 
 
 
 def _cell(value: Any) -> str:
-    return "" if value is None else str(value)
+    """One line, control characters shown as symbols (a task or thread id may hold anything)."""
+    return "" if value is None else one_line(str(value))
 
 
 def _fail(message: str, status: ExitStatus) -> int:
-    print(f"bashgraph: error: {message}", file=sys.stderr)
+    print(f"bashgraph: error: {one_line(message)}", file=sys.stderr)
     return status

@@ -3,6 +3,10 @@
 Two kinds exist (their payloads are built by the graph): `environment_error` from `escalate`
 (graph/recovery.py) and `approval` from `approve` (graph/approval.py). Any other payload is
 shown as it is and answered with free text.
+
+Every line is passed through `one_line`: what the model wrote (a command with an escape sequence
+or a line break in it) is shown with visible symbols, exactly one line per item, so the person
+sees what will run.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bashgraph.tools.visible import one_line
+
 EDIT_EXAMPLE = json.dumps({"action": "edit", "command": "..."})
 
 
@@ -19,12 +25,16 @@ def summary(question: Mapping[str, Any]) -> str:
     """One line: what is being asked."""
     if question.get("kind") == "approval":
         commands = ", ".join(f"`{r.get('command')}`" for r in question.get("requests") or [])
-        return f"approval needed for {commands}"
-    return str(question.get("summary") or question.get("kind") or dict(question))
+        return one_line(f"approval needed for {commands}")
+    return one_line(str(question.get("summary") or question.get("kind") or dict(question)))
 
 
-def lines(question: Mapping[str, Any]) -> Iterable[str]:
-    """The evidence of a question, one line each."""
+def lines(question: Mapping[str, Any]) -> list[str]:
+    """The evidence of a question, one line each, made visible."""
+    return [one_line(line) for line in _evidence(question)]
+
+
+def _evidence(question: Mapping[str, Any]) -> Iterable[str]:
     yield f"question: {summary(question)}"
     if question.get("kind") == "approval":
         for request in question.get("requests") or []:

@@ -1,5 +1,12 @@
 """Progress on a terminal (rich): a spinner per running command with the tail of its output,
 outcome badges, the model's words as they stream, and the question when a person must answer.
+
+Text that bashgraph did not write itself (commands, the model's words, answers, questions,
+thread ids, reasons, errors, command output) is printed as rich `Text` — never parsed as rich
+markup — after `visible` / `one_line`: control characters show as symbols (`␛`), so no escape
+sequence reaches the terminal. The final answer is Markdown, with links shown as `text (url)`
+rather than as terminal hyperlinks. Commands a person copies (the resume command) are printed
+without line breaks (`soft_wrap`): the terminal wraps them, and a copy gives the whole line.
 """
 
 from __future__ import annotations
@@ -12,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
-from rich.control import strip_control_codes
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.spinner import Spinner
@@ -24,6 +31,7 @@ from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES
 from bashgraph.graph.progress import badge, duration, end_lines, step_line
 from bashgraph.graph.state import FINAL_STATUSES
+from bashgraph.tools.visible import one_line, visible
 
 TAIL_LINES = 4
 TOKEN_LINES = 3
@@ -49,7 +57,7 @@ class _Running:
         lines = (self.partial.pop(stream, "") + text).split("\n")
         self.partial[stream] = lines.pop()
         for line in lines:
-            self.tail.append(("! " if stream == "stderr" else "") + strip_control_codes(line))
+            self.tail.append(("! " if stream == "stderr" else "") + one_line(line))
 
 
 class TerminalRenderer:
@@ -78,8 +86,8 @@ class TerminalRenderer:
             if not parts:
                 self._spinner.update(text=Text(self._waiting, style="dim"))
                 parts.append(self._spinner)
-                tokens = self._tokens.strip().splitlines()[-TOKEN_LINES:]
-                parts.extend(Text("  " + line, style="italic dim") for line in tokens)
+                tokens = self._tokens.strip().split("\n")[-TOKEN_LINES:]
+                parts.extend(Text("  " + one_line(line), style="italic dim") for line in tokens if line)
             return Group(*parts)
 
     def _start_live(self) -> None:
@@ -104,8 +112,8 @@ class TerminalRenderer:
 
     def _on_start(self, event: Mapping[str, Any]) -> None:
         verb = "resuming" if event.get("command") == "resume" else "thread"
-        self.console.print(Text.assemble((f"{verb} ", "bold"), (event["thread_id"], "bold cyan"),
-                                         (f"  model {event.get('model')}", "dim")))
+        self.console.print(Text.assemble((f"{verb} ", "bold"), (one_line(event["thread_id"]), "bold cyan"),
+                                         (one_line(f"  model {event.get('model')}"), "dim")))
 
     def _on_model_token(self, event: Mapping[str, Any]) -> None:
         with self._lock:
@@ -114,15 +122,17 @@ class TerminalRenderer:
     def _on_model_reply(self, event: Mapping[str, Any]) -> None:
         with self._lock:
             self._tokens = ""
-        text = str(event.get("text") or "").strip()
+        text = visible(str(event.get("text") or "").strip())
         if not event.get("tool_calls"):
-            self.console.print(Panel(Markdown(text), title="final answer", title_align="left", border_style="green"))
+            answer = Markdown(text, hyperlinks=False)
+            self.console.print(Panel(answer, title="final answer", title_align="left", border_style="green"))
         elif text:
             self.console.print(Text.assemble((f"model · step {event.get('step')}  ", "bold blue"), text))
 
     def _on_command_start(self, event: Mapping[str, Any]) -> None:
         with self._lock:
-            self._running[str(event.get("call_id"))] = _Running(str(event.get("command")), time.monotonic())
+            command = one_line(str(event.get("command")))
+            self._running[str(event.get("call_id"))] = _Running(command, time.monotonic())
 
     def _on_command_output(self, event: Mapping[str, Any]) -> None:
         with self._lock:
@@ -136,7 +146,8 @@ class TerminalRenderer:
         words = badge(event)
         style = _BADGE_STYLE.get(words.split()[0], "red")
         self.console.print(Text.assemble((f" {words} ", f"bold reverse {style}"), " ",
-                                         (f"{duration(event):>7}", "dim"), "  $ ", str(event.get("command"))))
+                                         (f"{duration(event):>7}", "dim"), "  $ ",
+                                         one_line(str(event.get("command")))))
 
     def _on_node(self, event: Mapping[str, Any]) -> None:
         node = event["node"]
@@ -144,14 +155,14 @@ class TerminalRenderer:
             self._last_reason = str(event["reason"])
         line = step_line(event, self._last_reason)
         if line:
-            self.console.print(Text(line, style="bold yellow"))
+            self.console.print(Text(one_line(line), style="bold yellow"))
         with self._lock:
             hop = "__end__" if event.get("status") in FINAL_STATUSES else event.get("next")
             self._waiting = (_WAITING_FOR_HOP.get(str(hop)) if hop else None) \
                 or _WAITING_AFTER.get(node, "waiting for the model")
 
     def _on_answer(self, event: Mapping[str, Any]) -> None:
-        self.console.print(Text(f"answer given: {event['answer']}", style="bold"))
+        self.console.print(Text(one_line(f"answer given: {event['answer']}"), style="bold"))
         with self._lock:
             self._waiting = "applying the answer"
 
@@ -159,18 +170,18 @@ class TerminalRenderer:
         self._stop_live()
         for question in event["questions"]:
             self._show(question)
-        self.console.print(Text(f"answer with: {event['answer_with']}"))
+        self.console.print(Text(one_line(f"answer with: {event['answer_with']}")), soft_wrap=True)
 
     def _on_end(self, event: Mapping[str, Any]) -> None:
         self._stop_live()
         if event["status"] in ERROR_STATUSES:
-            error = Text.assemble(("bashgraph: error: ", "bold red"), str(event["reason"]))
-            Console(stderr=True, highlight=False).print(error)
+            error = Text.assemble(("bashgraph: error: ", "bold red"), one_line(str(event["reason"])))
+            Console(stderr=True, highlight=False).print(error, soft_wrap=True)  # may hold a command
             return
         first, *rest = end_lines(event)
-        self.console.print(Text(first, style=_END_STYLE.get(str(event["status"]), "bold red")))
-        for line in rest:
-            self.console.print(Text(line))
+        self.console.print(Text(one_line(first), style=_END_STYLE.get(str(event["status"]), "bold red")))
+        for line in rest:  # the resume command: never broken, so a copy of it runs as printed
+            self.console.print(Text(one_line(line)), soft_wrap=True)
 
     # -- asking a person ------------------------------------------------------------------------
     def ask(self, question: Mapping[str, Any]) -> Any:
@@ -180,16 +191,18 @@ class TerminalRenderer:
         choices = list(question.get("choices") or [])
         if question.get("kind") == "approval":
             return self._ask_approval(question, choices)
-        hint = f" ({' / '.join(choices)}, or type a hint)" if choices else ""
+        hint = escape(one_line(f" ({' / '.join(choices)}, or type a hint)")) if choices else ""
         return self._prompt(f"[bold]answer[/]{hint}")
 
     def _ask_approval(self, question: Mapping[str, Any], choices: list[str]) -> Any:
         action = Prompt.ask("[bold]answer[/]", choices=choices, console=self.console)
         if action == "edit":
             requests = question.get("requests") or [{}]
-            command = Prompt.ask("command to run instead", default=requests[0].get("command"),
-                                 console=self.console)
-            return {"action": "edit", "command": command}
+            proposed = str(requests[0].get("command") or "")
+            # Not rich's `default=`: it would print the proposed command raw.
+            prompt = Text.assemble("command to run instead (Enter: ", one_line(proposed), ")")
+            command = Prompt.ask(prompt, default="", show_default=False, console=self.console)
+            return {"action": "edit", "command": command or proposed}
         if action == "reject":
             message = Prompt.ask("message for the model (optional)", default="", console=self.console)
             return {"action": "reject", "message": message} if message else "reject"

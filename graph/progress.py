@@ -6,6 +6,11 @@ on a terminal, for the model's words as they stream) into plain event dicts. The
 * `JsonRenderer` — one JSON object per line (the schema is in docs/cli.md);
 * `PlainRenderer` — one readable line per event, for pipes and log files;
 * `TerminalRenderer` (graph/cli_terminal.py) — rich: spinners, live output tail, colours.
+
+Events keep the model's text exactly (a JSON consumer gets the real command), except `reason`,
+which is one line. Renderers for people pass every piece of text through `visible`/`one_line`
+(`bashgraph.tools.visible`) as they print it: no control character reaches the terminal, and a
+line stays one line.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES, ResumeHint, Stop
+from bashgraph.tools.visible import one_line
 
 
 class Renderer(Protocol):
@@ -53,7 +59,7 @@ def node_events(node: str, update: Any) -> list[dict[str, Any]]:
     events = [model_reply(values)] if node == "agent" and _reply(values) else []
     events.append({
         "event": "node", "node": node, "status": values.get("status"),
-        "reason": values.get("reason"), "next": values.get("next_hop"),
+        "reason": _one_line_or_none(values.get("reason")), "next": values.get("next_hop"),
         "attempt": values.get("spawn_retries") if node == "retry" else None,
     })
     return events
@@ -105,8 +111,14 @@ def stop_events(stop: Stop, thread_id: str, hint: ResumeHint) -> list[dict[str, 
         events.append({"event": "paused", "thread_id": thread_id, "questions": stop.pending,
                        "answer_with": f"{resume} --answer {forms}"})
     events.append({"event": "end", "thread_id": thread_id, "status": stop.status,
-                   "reason": stop.reason, "exit_code": int(stop.exit_status), "resume": resume})
+                   "reason": _one_line_or_none(stop.reason), "exit_code": int(stop.exit_status),
+                   "resume": resume})
     return events
+
+
+def _one_line_or_none(reason: Any) -> str | None:
+    """A reason as one line (a multi-line command inside it shows `⏎`), None kept."""
+    return None if reason is None else one_line(str(reason))
 
 
 # ----------------------------------------------------------------------------- words
@@ -166,7 +178,12 @@ class JsonRenderer:
 
 
 class PlainRenderer:
-    """Readable lines without colours or cursor movement (stdout is not a terminal)."""
+    """Readable lines without colours or cursor movement (stdout is not a terminal).
+
+    Each line is passed through `one_line` as it is written: a multi-line command shows `⏎`,
+    an escape sequence shows `␛`. Only the final answer spans lines: its later lines are
+    indented, so every line that starts a new event starts in the first column.
+    """
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out or sys.stdout
@@ -174,10 +191,10 @@ class PlainRenderer:
 
     def emit(self, event: dict[str, Any]) -> None:
         if event["event"] == "end" and event["status"] in ERROR_STATUSES:
-            print(f"bashgraph: error: {event['reason']}", file=sys.stderr)
+            print(f"bashgraph: error: {one_line(str(event['reason']))}", file=sys.stderr)
             return
         for line in self.lines(event):
-            self.out.write(line + "\n")
+            self.out.write(one_line(line) + "\n")
         self.out.flush()
 
     def lines(self, event: Mapping[str, Any]) -> Iterable[str]:
@@ -206,8 +223,11 @@ class PlainRenderer:
         if event.get("tool_calls"):
             if text:
                 yield f"model (step {event.get('step')}): {text}"
-        else:
-            yield f"final answer: {text}"
+            return
+        first, *rest = text.split("\n")
+        yield f"final answer: {first}"
+        for line in rest:
+            yield f"  {line}"
 
     def _node_lines(self, event: Mapping[str, Any]) -> Iterable[str]:
         if event["node"] == "route" and event.get("reason"):

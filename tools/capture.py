@@ -10,8 +10,9 @@ The tail is read back from the spill file at the end. Past `MAX_SPILL_BYTES` (or
 file cannot be written) the rest is discarded, keeping a small tail ring in memory instead.
 
 The text kept for the model is made safe: UTF-8 decoded with replacement, ANSI escape sequences
-removed, NUL and other control characters shown as visible symbols (U+2400 "␀" and friends), CR
-turned into a line break. Each replacement is one character for at least one byte, so the text
+removed, CR turned into a line break, then every other control character (and every character
+that hides or reorders text) shown as a visible symbol by `visible.visible`, the sanitiser of all
+text bashgraph prints. Each replacement is one character for at least one byte, so the text
 never has more characters than the bytes it came from.
 """
 
@@ -28,6 +29,7 @@ from typing import NamedTuple
 
 from bashgraph.tools import spill_prune
 from bashgraph.tools.pacing import ReadPacer
+from bashgraph.tools.visible import visible
 
 CHUNK_BYTES = 64 * 1024
 SPLICE_BYTES = 1024 * 1024
@@ -41,17 +43,19 @@ _MEMORY, _PENDING, _SPILLING, _DISCARDING = range(4)
 
 _Bytes = bytes | bytearray | memoryview
 
+# A string sequence (OSC, DCS, ...) is removed only with its terminator on the same line: an
+# unterminated one would otherwise hide the rest of the output. Its introducer alone is then
+# removed as a two-byte escape, and its text stays visible.
 _ANSI = re.compile(
     r"""
-      \x1b\[[0-?]*[ -/]*[@-~]?               # CSI: colours, cursor moves, erase
-    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?     # OSC: window titles, hyperlinks
-    | \x1b[PX^_][^\x1b]*(?:\x1b\\)?          # DCS, SOS, PM, APC strings
-    | \x1b[ -/]*[0-~]                        # two-byte escapes (charset selection, ...)
-    | \x9b[0-?]*[ -/]*[@-~]?                 # 8-bit CSI
+      \x1b\[[0-?]*[ -/]*[@-~]?                 # CSI: colours, cursor moves, erase
+    | \x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)     # OSC: window titles, hyperlinks
+    | \x1b[PX^_][^\x1b\n]*\x1b\\              # DCS, SOS, PM, APC strings
+    | \x1b[ -/]*[0-~]                          # two-byte escapes (charset selection, ...)
+    | \x9b[0-?]*[ -/]*[@-~]?                   # 8-bit CSI
     """,
     re.VERBOSE,
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def safe_text(data: _Bytes) -> str:
@@ -61,14 +65,7 @@ def safe_text(data: _Bytes) -> str:
         text = _ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL.sub(_control_picture, text)
-
-
-def _control_picture(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # ␀ ␁ ... ␟
-    return "\u2421" if code == 0x7F else "\ufffd"  # ␡ for DEL; C1 controls are not text
+    return visible(text)
 
 
 @functools.cache

@@ -9,7 +9,9 @@ stops as soon as the supervisor says the next step may block (`Supervisor.needs_
 spill file to write, a process tree to stop. `finish_in_thread` then runs the rest of the run —
 `drive` and `result()` — in a thread of its own (one per handed-over run, so a queue of them can
 never delay a timeout), while the coroutine waits for it without blocking the loop. Live output
-produced there is brought back to the loop's thread (`OutputRelay`).
+produced there is brought back to the loop's thread, in the context variables of the coroutine
+that started the run (`OutputRelay`): a LangGraph node's stream writer reads its run's config
+from them.
 
 Cancelling the coroutine while the thread drives the run sets a flag and wakes the thread's
 `poll` through a pipe; the thread kills the process tree (`Supervisor.abort`), and the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import math
 import os
@@ -107,18 +110,25 @@ class ReadySet:
 
 
 class OutputRelay:
-    """Calls `callback` directly, or — once the run moved to a thread — on the loop's thread."""
+    """Calls `callback` directly, or — once the run moved to a thread — on the loop's thread.
+
+    Made by the coroutine that runs the command: it keeps a copy of that coroutine's context
+    variables, and a call from the thread runs in it. Without them the callback would run in
+    the thread's empty context (`call_soon_threadsafe` takes the caller's), and a callback that
+    needs its run's context — LangGraph's stream writer asks for the run's config — would fail.
+    """
 
     def __init__(self, callback: OutputCallback) -> None:
         self.callback = callback
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.context = contextvars.copy_context()
 
     def __call__(self, stream: str, text: str) -> None:
         if self.loop is None:
             self.callback(stream, text)
             return
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is listening
-            self.loop.call_soon_threadsafe(self.callback, stream, text)
+            self.loop.call_soon_threadsafe(self.callback, stream, text, context=self.context)
 
 
 class LoopDriver:

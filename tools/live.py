@@ -5,7 +5,7 @@ handed on; when a flush is due (at most every `FLUSH_INTERVAL_S` per command, an
 the command ends) it asks each `StreamCapture` for what is new, keeping only the last
 `MAX_CALL_BYTES` of it, and calls `callback(stream_name, text)` with that text made safe exactly
 like the stored text (`capture.safe_text`: UTF-8 with replacement, ANSI escapes removed, control
-characters shown as symbols).
+characters shown as symbols by `visible`, the sanitiser of everything printed).
 
 Between two flushes it holds back what could still change meaning with the next bytes: an
 incomplete UTF-8 character, an unfinished escape sequence, a trailing CR (the first half of
@@ -13,7 +13,8 @@ CRLF). When more output arrived than one call carries, the text starts at a char
 and the skipped part is simply not shown (the stored result has it).
 
 `LiveOutput` calls `callback` on the thread that reads the command's output (the async runner
-brings the calls back to the event loop: `handover.OutputRelay`); `guarded` makes a callback
+brings the calls back to the event loop, in the context of the coroutine that started the run:
+`handover.OutputRelay`); `guarded` makes a callback
 that raises harmless — logged once, then not called again for that command.
 """
 
@@ -32,7 +33,7 @@ FLUSH_INTERVAL_S = 0.1
 MAX_CALL_BYTES = 2048
 #: An escape sequence longer than this is not held back (it is garbage, not a colour code).
 _MAX_HELD_ESCAPE = 64
-_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*|[ -/]*)?\Z")
+_UNFINISHED_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b\n]*|[PX^_][^\x1b\n]*|[ -/]*)?\Z")
 
 _log = logging.getLogger(__name__)
 

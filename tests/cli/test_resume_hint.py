@@ -44,3 +44,37 @@ def test_an_answer_for_a_question_already_answered_elsewhere_runs_nothing(tmp_pa
     assert (tmp_path / "a").exists()
     assert not (tmp_path / "b").exists()
     assert "echo B" in str(stop_of(agent.get_state(config)).pending)
+
+
+def test_the_resume_command_is_printed_unbroken_on_a_narrow_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rich wraps text at the terminal's width; the commands a person copies (`continue
+    with:`, `answer with:`, an error naming the command) come out as one line each, so a
+    paste runs all of it."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from bashgraph.graph.cli_status import ResumeHint, Stop
+    from bashgraph.graph.cli_terminal import TerminalRenderer
+    from bashgraph.graph.progress import stop_events
+
+    monkeypatch.setenv("COLUMNS", "40")  # the width of the stderr console made for errors
+    hint = ResumeHint(("--db", "/home/someone/projects/agent/checkpoints.sqlite",
+                       "--base-url", "http://127.0.0.1:8080/v1", "--rule", "ask:git push *"))
+    resume = hint.command("20250101-120000-ab12cd")
+    screen = io.StringIO()
+    terminal = TerminalRenderer(Console(file=screen, force_terminal=True, width=40))
+    question = {"kind": "approval", "choices": ["approve", "reject", "edit"],
+                "requests": [{"command": "git push", "reason": "r", "rule": "ask:git push *"}]}
+    for event in stop_events(Stop("paused", "asks", [question]), "20250101-120000-ab12cd", hint):
+        terminal.emit(event)
+    terminal.emit({"event": "end", "status": "config_error", "thread_id": "t", "exit_code": 2,
+                   "resume": None, "reason": f"thread t has not finished; continue it with: {resume}"})
+    lines = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).splitlines()
+    assert f"continue with: {resume}" in lines
+    assert any(line.startswith(f"answer with: {resume} --answer approve|reject|") for line in lines)
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [f"bashgraph: error: thread t has not finished; continue it with: {resume}"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,30 @@ def test_live_output_is_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     events = stream_custom(agent, "sync")
     text = "".join(e["text"] for e in events if e["event"] == "command_output")
     assert text == "token=[REDACTED:MY_SERVICE_TOKEN]\n"
+
+
+#: Passes the output cap (10,000 characters) at once, so the rest of the run is handed to a
+#: thread; output printed after that must still be streamed.
+PAST_THE_CAP = "seq 1 4000; sleep 0.5; echo tail"
+#: Ends by its timeout; the kill runs in a thread, and what the command prints when it gets
+#: SIGTERM is read there.
+TIMED_OUT = "trap 'echo tail; exit 1' TERM; echo start; sleep 5 & wait"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("command", [PAST_THE_CAP, TIMED_OUT], ids=["past-the-cap", "timeout"])
+def test_output_after_the_run_moved_to_a_thread_is_still_streamed(
+    tmp_path: Path, mode: str, command: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Big output or a timeout moves the rest of the run to a thread; its output comes back
+    as command_output events in the run's context (the stream writer needs the run's config),
+    and no callback fails."""
+    reply = run(command)
+    agent, _ = make([reply, answer("ok")], tmp_path, spill_dir=str(tmp_path), timeout_s=1.0,
+                    on_environment_error="model")
+    with caplog.at_level(logging.WARNING, logger="bashgraph.tools.live"):
+        events = of_call(stream_custom(agent, mode), reply.tool_calls[0]["id"] or "")
+    text = "".join(e["text"] for e in events if e["event"] == "command_output")
+    assert text.endswith("tail\n"), text[-200:]
+    assert [e["event"] for e in events][-1] == "command_end"
+    assert not [r for r in caplog.records if "live output callback failed" in r.message]

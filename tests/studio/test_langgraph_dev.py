@@ -134,3 +134,20 @@ def test_a_run_through_the_sdk_runs_a_command_and_finishes(dev_server: DevServer
     assert state["messages"][-1]["content"] == "it printed from-studio"
     assert "BlockingError" not in dev_server.log_text()
     model_server.assert_done()
+
+
+def test_live_output_goes_on_after_the_run_moved_to_a_thread(dev_server: DevServer) -> None:
+    """stream_mode="custom": output printed after 19 KB of output (the run moved to a thread)
+    still arrives as a command_output event; the server logs no `get_config` error."""
+    from langgraph_sdk import get_sync_client
+
+    dev_server.model.add(tool_call("bash", {"command": "seq 1 4000; sleep 0.5; echo tail"}), text("ok"))
+    client = get_sync_client(url=dev_server.url)
+    thread = client.threads.create()
+    task: Any = {"messages": [{"role": "user", "content": "count"}]}
+    parts = client.runs.stream(thread["thread_id"], "bashgraph", input=task, stream_mode="custom")
+    events = [part.data for part in parts if part.event == "custom"]
+    streamed = "".join(e["text"] for e in events if e.get("event") == "command_output")
+    assert streamed.endswith("tail\n")
+    assert "get_config" not in dev_server.log_text()
+    dev_server.model.assert_done()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import logging
 import threading
@@ -134,3 +135,30 @@ def test_async_calls_come_on_the_loops_thread(tmp_path: Path, spill: bool) -> No
     assert seen.threads == {loop_thread}
     assert seen.text("stderr") == expected("err")
     assert len(seen.calls) >= 4
+
+
+CALLER = contextvars.ContextVar[str]("CALLER")
+
+
+@pytest.mark.parametrize(
+    ("command", "timeout"),
+    [("seq 1 4000; sleep 0.5; echo tail", None),
+     ("trap 'echo tail; exit 1' TERM; echo start; sleep 5 & wait", 0.5)],
+    ids=["past-the-cap", "timeout"],
+)
+def test_async_calls_run_in_the_callers_context(tmp_path: Path, command: str, timeout: float | None) -> None:
+    """Also after the run moved to a thread (output past the cap, a timeout's kill), on_output
+    runs in the context variables of the coroutine that awaited arun_command: a LangGraph
+    stream writer reads its run's config from them."""
+    seen: list[tuple[str, str]] = []
+
+    def callback(stream: str, text: str) -> None:
+        seen.append((CALLER.get("no context"), text))
+
+    async def run() -> None:
+        CALLER.set("the caller")
+        await arun_command(command, on_output=callback, spill_dir=tmp_path, timeout=timeout)
+
+    asyncio.run(run())
+    assert {caller for caller, _ in seen} == {"the caller"}
+    assert "".join(text for _, text in seen).endswith("tail\n")
