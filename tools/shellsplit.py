@@ -22,21 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 
+from bashgraph.tools.shellcode import code_read_by, run_by, runs_arguments
 from bashgraph.tools.shellerrors import ShellSyntaxError, TooComplexError
-from bashgraph.tools.wrappers import (
-    ASSIGNMENT,
-    EVALUATORS,
-    INTERPRETERS,
-    SHELLS,
-    View,
-    inline_script,
-    program_name,
-    runs_stdin_as_code,
-    shell_call,
-    views,
-)
+from bashgraph.tools.shellparts import FILE as _FILE
+from bashgraph.tools.shellparts import HereDoc, Line, Redirect, SimpleCommand
+from bashgraph.tools.shellparts import Stage as _Stage
+from bashgraph.tools.shellparts import Sub as _Sub
+from bashgraph.tools.wrappers import ASSIGNMENT, inline_script, program_name, runs_stdin_as_code, views
 
 __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "TooComplexError",
            "parse_line", "split_command"]
@@ -60,60 +53,10 @@ _ARITH_STOP = re.compile(r"[\\'\"()]")
 _BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
 _DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _EMPTY_PARENS = re.compile(r"\([ \t]*\)")
-_ECHO_OPTION = re.compile(r"-[neE]+")
 #: Substitutions inside substitutions, and scripts inside scripts, beyond which a line is
 #: refused as too complex: real commands stay far below; deeper nesting only multiplies work.
 MAX_NESTING = 64
 MAX_SCRIPT_DEPTH = 8
-
-
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    """One redirection: its operator without the fd number (`>`, `>>`, `<`, `&>`...) and target."""
-
-    op: str
-    target: str
-
-
-@dataclass(slots=True, eq=False)
-class HereDoc:
-    """A here-document; its body is filled in when the parser reaches the lines after it."""
-
-    delimiter: str
-    quoted: bool
-    strip_tabs: bool
-    text: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class SimpleCommand:
-    """One command bash would run, as words without quotes.
-
-    `words` has leading assignments and keywords removed and the program reduced to its base name
-    (`/usr/bin/rm` reads `rm`). `executed_by` names the commands that may run this command's
-    output as code: a later pipeline stage that reads its program from stdin (`curl … | sh`), or
-    an enclosing `bash -c "$(…)"`, `eval "$(…)"`, `source <(…)`. `pipes_to` is the program of
-    the next pipeline stage. `code` is program text a shell among the views will parse (a
-    here-document, a here-string, `echo …|`); `hidden_code` says why this command runs code the
-    rules cannot read (empty when it does not).
-    """
-
-    words: tuple[str, ...]
-    text: str
-    redirects: tuple[Redirect, ...] = ()
-    executed_by: tuple[str, ...] = ()
-    pipes_to: str = ""
-    hidden_code: str = ""
-    code: tuple[str | HereDoc, ...] = field(default=(), compare=False)
-    views: tuple[View, ...] = field(default=(), compare=False, repr=False)  # `wrappers.views`
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """Every simple command of a line, and the names of the shell functions it defines."""
-
-    parts: tuple[SimpleCommand, ...]
-    functions: frozenset[str]
 
 
 def split_command(command: str) -> list[SimpleCommand]:
@@ -143,7 +86,7 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
     functions |= parser.functions
     out: list[SimpleCommand] = []
     for found in parts:
-        part = _run_by(found, executed_by)
+        part = run_by(found, executed_by)
         out.append(part)
         scripts = [s for v in part.views if (s := inline_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
@@ -154,39 +97,6 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
                 break
             out.extend(_parse_script(script, depth + 1, part.executed_by, functions))
     return out
-
-
-class _FileInput:
-    """stdin from a file: like a script operand, the rules do not read it."""
-
-
-_FILE = _FileInput()
-
-
-@dataclass(slots=True, eq=False)
-class _Sub:
-    """A command or process substitution: its text as written and the commands inside."""
-
-    raw: str
-    parts: list[SimpleCommand]
-
-
-@dataclass
-class _Stage:
-    """A simple command being read, with the commands found inside its words."""
-
-    start: int
-    end: int
-    words: list[str] = field(default_factory=list)
-    redirects: list[Redirect] = field(default_factory=list)
-    subs: list[_Sub] = field(default_factory=list)
-    chars: list[str] = field(default_factory=list)
-    in_word: bool = False
-    quoted: bool = False
-    pending_op: str | None = None
-    pending_fd: str = ""
-    stdin: str | HereDoc | _Sub | _FileInput | None = None  # here-string text, here-document, file, `< <(…)`
-    last_sub: _Sub | None = None
 
 
 class _Parser:
@@ -569,114 +479,20 @@ class _Parser:
             words = tuple(stage.words)
             later = (later_runner[index],) if later_runner[index] else ()
             # `$(curl …)` as the program word runs the output too, as does `bash -c "$(curl …)"`.
-            runs_output = words and (_runs_arguments(stage_views[index]) or "$" in words[0]
+            runs_output = words and (runs_arguments(stage_views[index]) or "$" in words[0]
                                      or "`" in words[0])
             enclosing = (words[0],) if runs_output else ()
             extra = enclosing + later
-            out.extend(_run_by(part, extra) for sub in stage.subs for part in sub.parts)
+            out.extend(run_by(part, extra) for sub in stage.subs for part in sub.parts)
             if words or stage.redirects:
                 previous = stages[index - 1] if index else None
-                hidden, code = _code_read_by(stage, stage_views[index], previous)
+                hidden, code = code_read_by(stage, stage_views[index], previous)
                 following = stages[index + 1].words[:1] if index + 1 < len(stages) else []
                 out.append(SimpleCommand(
                     words, self.text[stage.start : stage.end].strip(), tuple(stage.redirects),
                     later, following[0] if following else "", hidden, tuple(code),
                     tuple(stage_views[index])))
         return out
-
-
-def _run_by(part: SimpleCommand, extra: tuple[str, ...]) -> SimpleCommand:
-    """`part`, noting that `extra` run its output as code."""
-    if not extra:
-        return part
-    return dataclasses.replace(part, executed_by=part.executed_by + extra)
-
-
-def _runs_arguments(stage_views: list[View]) -> bool:
-    return any(v.words[0] in EVALUATORS or INTERPRETERS.fullmatch(v.words[0]) is not None
-               for v in stage_views)
-
-
-def _code_read_by(stage: _Stage, stage_views: list[View], previous: _Stage | None
-                  ) -> tuple[str, list[str | HereDoc]]:
-    """The program text the stage's shells will parse, and why some is hidden (if it is).
-
-    A shell reading stdin reads a here-document, a here-string, or the previous pipeline stage's
-    output (known for `echo`/`printf` and `cat <<EOF`); `. <(…)`, `bash <(…)`, `eval "$(…)"` and
-    `bash -c "$(…)"` read a substitution's output (known for `echo`/`printf`). Anything else is
-    hidden, as is any program text fed to a non-shell interpreter.
-    """
-    hidden, code = "", []
-    if stage.words and stage.words[0].startswith(("$(", "`")):
-        hidden = "the program's name is the output of a command"  # `$(printf '\x72m') -rf /`
-    for view in stage_views:
-        name = view.words[0]
-        if name not in EVALUATORS and INTERPRETERS.fullmatch(name) is None:
-            continue  # reads no program text
-        shellish = _is_shell(name)
-        sources: list[str | HereDoc | _Sub | _FileInput | None] = []
-        if runs_stdin_as_code(view.words):
-            sources.append(stage.stdin if stage.stdin is not None else _output_of(previous))
-        code_words = _code_words(view.words)
-        sources.extend(sub for sub in stage.subs if sub.raw in code_words)
-        for source in sources:
-            if isinstance(source, _FileInput):
-                continue
-            text = _literal_output(source.parts) if isinstance(source, _Sub) else source
-            if text is None or not shellish:
-                hidden = f"{name} runs a program the rules cannot read"
-            else:
-                code.append(text)
-    return hidden, code
-
-
-def _is_shell(name: str) -> bool:
-    return SHELLS.fullmatch(name) is not None or name in EVALUATORS
-
-
-def _code_words(words: tuple[str, ...]) -> frozenset[str]:
-    """The words whose text (when it is one substitution) becomes program text."""
-    name = words[0]
-    if name == "eval":
-        return frozenset({inline_script(words) or ""})
-    if name in ("source", "."):
-        return frozenset(words[1:2])
-    if SHELLS.fullmatch(name):
-        call = shell_call(words)
-        return frozenset(w for w in (call.script, call.operand) if w is not None)
-    if INTERPRETERS.fullmatch(name):
-        return frozenset(w for w in words[1:] if w.startswith("<("))
-    return frozenset()
-
-
-def _output_of(stage: _Stage | None) -> str | HereDoc | None:
-    """What a pipeline stage writes, when the line shows it: `echo`/`printf` words, `cat <<EOF`."""
-    if stage is None or any(r.op in (">", ">>", ">|", "&>") for r in stage.redirects):
-        return None
-    words = tuple(stage.words)
-    if words[:1] == ("cat",) and len(words) == 1 and isinstance(stage.stdin, str | HereDoc):
-        return stage.stdin
-    return _echoed(words)
-
-
-def _literal_output(parts: list[SimpleCommand]) -> str | None:
-    if len(parts) != 1 or parts[0].redirects:
-        return None
-    return _echoed(parts[0].words)
-
-
-def _echoed(words: tuple[str, ...]) -> str | None:
-    """The text `echo`/`printf` prints, roughly (`printf`'s format is kept as written)."""
-    if words[:1] not in (("echo",), ("printf",)):
-        return None
-    args = list(words[1:])
-    if any("$" in arg or "`" in arg for arg in args):
-        return None  # a variable or substitution: what it prints is not on the line
-    while words[0] == "echo" and args and _ECHO_OPTION.fullmatch(args[0]):
-        args.pop(0)
-    # printf's arguments each on a line, `\n` escapes as line breaks: this can only split the
-    # text into more commands than the shell will see, never join two into one.
-    return ("\n" if words[0] == "printf" else " ").join(args).replace("\\n", "\n")
 
 
 def _command_words(words: list[str], functions: set[str]) -> list[str]:
