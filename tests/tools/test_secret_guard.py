@@ -140,3 +140,31 @@ def test_the_cli_protects_its_secrets(tmp_path: Path, openai_server: FakeOpenAIS
     shown = base64.b64decode(answer.strip().split()[0]).decode(errors="replace")
     assert "OPENAI_BASE_URL=" in shown  # it did read the agent's environ
     assert SECRET not in shown
+
+
+SANDBOXED = """
+import json, sys
+from bashgraph.tools.process import run_command
+from bashgraph.tools.sandbox import BwrapSandbox
+from bashgraph.tools.secret_guard import protect_secrets
+protect_secrets()
+with BwrapSandbox(sys.argv[1]) as box:
+    result = run_command("cd /tmp && echo inside", cwd=sys.argv[1], sandbox=box)
+print(json.dumps({"outcome": result.outcome.value, "out": result.stdout, "cwd": result.final_cwd}))
+"""
+
+
+def test_the_sandbox_still_works_in_a_protected_process(tmp_path: Path) -> None:
+    """Non-dumpable and without CAP_SYS_PTRACE for children, bwrap still starts and reports."""
+    from bashgraph.tools.sandbox import sandbox_available
+
+    reason = sandbox_available()
+    if reason is not None:
+        if os.environ.get("CI"):  # CI installs bubblewrap: a missing sandbox there is a failure
+            pytest.fail(f"CI must run the sandbox tests: {reason}")
+        pytest.skip(reason)
+    done = subprocess.run([sys.executable, "-c", SANDBOXED, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"outcome": "ok", "out": "inside\n", "cwd": "/tmp"}
