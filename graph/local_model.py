@@ -156,7 +156,7 @@ class LocalChatModel(BaseChatModel):
         # Evaluate the whole prompt every time. Reusing the cached prefix of the previous call
         # evaluates the rest in a different batch shape, which shifts the logits just enough for
         # greedy decoding to pick another token: the same conversation must get the same reply.
-        llama.reset()
+        llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
         out = cast("CreateCompletionResponse", llama.create_completion(
             _encode_prompt(llama, turns), max_tokens=self.max_tokens,
             temperature=self.temperature, repeat_penalty=self.repeat_penalty, seed=self.seed,
