@@ -173,10 +173,17 @@ def test_streaming_a_tool_call_fails_with_a_line_saying_what_to_set(
     assert llama_server.wait_for_log("Automatic streaming tool choice is not supported")
 
 
-def test_the_server_rejects_null_content(llama_server: LlamaServer) -> None:
-    """Plain ChatOpenAI sends `content: null` with tool calls; this server answers HTTP 500."""
-    plain = ChatOpenAI(model=MODEL, base_url=llama_server.base_url, api_key=SecretStr("x"),
-                       max_retries=0).bind_tools([make_bash_tool()], tool_choice="auto")
+def test_plain_chat_openai_gets_no_tool_call_and_null_content_is_rejected(
+    llama_server: LlamaServer,
+) -> None:
+    """What plain ChatOpenAI meets here: no tool_choice means no tool call, and `content: null`
+    with tool calls is answered with HTTP 500."""
+    client = ChatOpenAI(model=MODEL, base_url=llama_server.base_url, api_key=SecretStr("x"),
+                        max_retries=0)
+    without_choice = client.bind_tools([make_bash_tool()]).invoke("list the files, using bash")
+    assert isinstance(without_choice, AIMessage)
+    assert not without_choice.tool_calls
+    plain = client.bind_tools([make_bash_tool()], tool_choice="auto")
     call = AIMessage(content="", tool_calls=[{"name": "bash", "args": {"command": "ls"}, "id": "c1"}])
     history = [HumanMessage("list the files"), call, ToolMessage("notes.txt", tool_call_id="c1")]
     with pytest.raises(openai.InternalServerError, match="validation errors"):
