@@ -206,7 +206,7 @@ def without_extra_buffers(default_params: Callable[[], Any]) -> Callable[[], Any
     kernels. On Intel Xeons with AMX (Sapphire Rapids and later: most current cloud Xeons) that
     path, `ggml_backend_amx_mul_mat`, dies with SIGSEGV at its first `ldtilecfg` (upstream
     ggml-org/llama.cpp#20824, unfixed). Plain buffers use the ordinary AVX kernels, which work on
-    every x86-64 CPU; for a 135M-parameter model the repacking saves next to nothing.
+    every x86-64 CPU. Repacking is only a speed-up; the results are the same without it.
     """
 
     def params() -> Any:
