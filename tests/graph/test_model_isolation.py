@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +36,9 @@ class Worker:
 
     def exit(self, status: int) -> None:
         os._exit(status)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
 
 @pytest.fixture
@@ -73,6 +77,15 @@ def test_the_next_call_after_a_crash_gets_a_fresh_child(child: ChildProcess) -> 
     with pytest.raises(ChildDied, match="exit status 3"):
         child.call("exit", 3)
     assert child.call("pid") not in (first, os.getpid())
+
+
+def test_a_call_past_the_timeout_kills_the_child() -> None:
+    """A hung child is killed at the timeout and the call says so."""
+    with ChildProcess(Worker, name="slow worker", timeout=60) as process:
+        process.call("pid")  # started: the child's imports take longer than the short timeout
+        process.timeout = 1
+        with pytest.raises(ChildDied, match=r"did not answer within 1 s and was killed during sleep"):
+            process.call("sleep", 30)
 
 
 def test_exit_codes_are_described() -> None:

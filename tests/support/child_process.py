@@ -118,13 +118,15 @@ class ChildProcess:
                 break
         else:
             self._process.kill()
+            raise ChildDied(self._death_report(method, f"did not answer within {self.timeout:g} s"
+                                                       " and was killed"))
         raise ChildDied(self._death_report(method))
 
-    def _death_report(self, method: str) -> str:
+    def _death_report(self, method: str, why: str | None = None) -> str:
         self._process.join(5)
-        how = describe_exit(self._process.exitcode)
+        how = why or f"died of {describe_exit(self._process.exitcode)}"
         tail = self._stderr_tail() or "(empty)"
-        report = (f"{self.name} (pid {self._process.pid}) died of {how} during {method}(); "
+        report = (f"{self.name} (pid {self._process.pid}) {how} during {method}(); "
                   f"the tail of its stderr:\n{tail}")
         self._stop(polite=False)
         return report
