@@ -187,7 +187,8 @@ class Driver:
     def _model_failure(self, exc: Exception) -> Stop:
         config = self.settings.config
         base_url = config.base_url or os.environ.get("OPENAI_BASE_URL")
-        error = as_model_error(exc, base_url=base_url, retries=config.model_max_retries)
+        error = as_model_error(exc, base_url=base_url, retries=config.model_max_retries,
+                               model=choose_model_name(config))
         return Stop("model_error", str(error))
 
     def _next_step(self, stop: Stop) -> Action | Stop:

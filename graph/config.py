@@ -90,6 +90,10 @@ class AgentConfig:
     model_max_retries: int = 2
     """Retries of a model request on 429, 5xx and connection errors (with backoff)."""
 
+    model_streaming: bool = True
+    """Stream model replies when tokens are shown live; false for servers that cannot stream tool
+    calls (llama-cpp-python's chatml-function-calling): replies then arrive whole."""
+
     approval: ApprovalMode = "rules"
     """When to ask a person before a command: never, when a rule says ask, or always."""
 

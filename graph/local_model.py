@@ -4,6 +4,9 @@ It builds the ChatML prompt itself and constrains every reply with a grammar to 
 either `{"tool": "bash", "command": "..."}` or `{"answer": "..."}`, because the OpenAI-style paths
 of llama-cpp-python get tool calling wrong for us (tool output HTML-escaped, `tool_choice` and
 `max_completion_tokens` ignored). Tool output reaches the model as plain text, unescaped.
+
+The weights are loaded without llama.cpp's "extra buffer types" (`portable_model_params`): on
+Intel Xeons with AMX, the repacked AMX buffers crash the first decode with SIGSEGV.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -136,8 +140,9 @@ class LocalChatModel(BaseChatModel):
         if self._llama is None:
             from llama_cpp.llama import Llama
 
-            self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx,
-                                n_threads=self.n_threads, seed=self.seed, verbose=False)
+            with portable_model_params():
+                self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx,
+                                    n_threads=self.n_threads, seed=self.seed, verbose=False)
         return self._llama
 
     def _complete(
@@ -148,6 +153,10 @@ class LocalChatModel(BaseChatModel):
 
         grammar = LlamaGrammar.from_string(reply_grammar(names, allow_answer=allow_answer),
                                            verbose=False)
+        # Evaluate the whole prompt every time. Reusing the cached prefix of the previous call
+        # evaluates the rest in a different batch shape, which shifts the logits just enough for
+        # greedy decoding to pick another token: the same conversation must get the same reply.
+        llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
         out = cast("CreateCompletionResponse", llama.create_completion(
             _encode_prompt(llama, turns), max_tokens=self.max_tokens,
             temperature=self.temperature, repeat_penalty=self.repeat_penalty, seed=self.seed,
@@ -183,6 +192,49 @@ def _encode_prompt(llama: Llama, turns: Sequence[Turn]) -> list[int]:
         tokens += _encode(llama, turn.text)
         tokens += _encode(llama, "<|im_end|>\n", special=True)
     return tokens + _encode(llama, REPLY_START, special=True)
+
+
+# ----------------------------------------------------------------------------- loading
+
+_PATCH_LOCK = threading.Lock()
+
+
+def without_extra_buffers(default_params: Callable[[], Any]) -> Callable[[], Any]:
+    """`llama_model_default_params` with `use_extra_bufts` off: weights stay in plain CPU buffers.
+
+    Why: with extra buffer types on, llama.cpp repacks quantized weights for the CPU's fastest
+    kernels. On Intel Xeons with AMX (Sapphire Rapids and later: most current cloud Xeons) that
+    path, `ggml_backend_amx_mul_mat`, dies with SIGSEGV at its first `ldtilecfg` (upstream
+    ggml-org/llama.cpp#20824, unfixed). Plain buffers use the ordinary AVX kernels, which work on
+    every x86-64 CPU. Repacking is only a speed-up; the results are the same without it.
+    """
+
+    def params() -> Any:
+        value = default_params()
+        if hasattr(value, "use_extra_bufts"):  # older llama.cpp builds have no such field
+            value.use_extra_bufts = False
+        return value
+
+    params.__wrapped__ = default_params  # type: ignore[attr-defined]
+    return params
+
+
+@contextmanager
+def portable_model_params() -> Iterator[None]:
+    """While open, every `Llama(...)` loads its weights without extra buffer types.
+
+    `Llama.__init__` takes the params from `llama_cpp.llama_cpp.llama_model_default_params()` and
+    has no argument for this field, so the function is swapped for the duration of the load.
+    """
+    import llama_cpp.llama_cpp as native
+
+    with _PATCH_LOCK:
+        original = native.llama_model_default_params
+        native.llama_model_default_params = without_extra_buffers(original)
+        try:
+            yield
+        finally:
+            native.llama_model_default_params = original
 
 
 # ----------------------------------------------------------------------------- factory

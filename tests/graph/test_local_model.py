@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from bashgraph.graph import local_model
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.local_model import LocalChatModel, create_local_model
 from bashgraph.graph.local_prompt import Turn, build_turns, chatml_turn, fit_turns, parse_reply, to_chatml
+from tests.support.isolated_model import isolated_local_model
 
 SYSTEM = "You are a careful engineer working in a Linux shell through the `bash` tool."
 
@@ -186,9 +188,12 @@ TASKS = [
 
 
 @pytest.fixture(scope="module")
-def model() -> LocalChatModel:
+def model() -> Iterator[LocalChatModel]:
+    """The real model, computed in a child process: a crash in llama.cpp fails one test."""
     pytest.importorskip("llama_cpp", reason="the local model needs pip install 'bashgraph[local]'")
-    return create_local_model()
+    isolated = isolated_local_model()
+    yield isolated
+    isolated.close()
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from tests.support.openai_server import (
     ToolCall,
     drop_connection,
     hang,
+    http_error,
     malformed,
     model_not_found,
     openai_server_fixture,  # noqa: F401 (registers the `openai_server` fixture)
@@ -250,9 +251,47 @@ def test_wrong_base_url_404_points_at_the_url() -> None:
             server.assert_done()
 
 
-def test_other_exceptions_give_type_and_first_line() -> None:
-    """Anything unknown is shown as its type and the first line of its message."""
-    assert describe_model_error(RuntimeError("first\nsecond")) == "RuntimeError: first"
+def test_other_exceptions_give_type_and_whole_message_on_one_line() -> None:
+    """Anything unknown is shown as its type and its message, lines joined."""
+    assert describe_model_error(RuntimeError("first\n  second")) == "RuntimeError: first | second"
+
+
+#: What llama-cpp-python's server answers when an assistant message has `content: null`.
+VALIDATION_ERRORS = "7 validation errors:\n" + "\n".join(
+    f"  {{'type': 'string_type', 'loc': ('body', 'messages', 2, 'typed-dict', 'content', {i}), "
+    "'msg': 'Input should be a valid string', 'input': None}" for i in range(7))
+
+
+def test_the_server_detail_after_the_first_line_is_kept(openai_server: FakeOpenAIServer) -> None:
+    """A multi-line error message keeps what follows its first line, on one bounded line."""
+    openai_server.add(http_error(500, VALIDATION_ERRORS, error_type="internal_server_error"))
+    line = describe_model_error(call_error(client(openai_server)))
+    assert (f"the model server at {openai_server.base_url} failed with HTTP 500: 7 validation "
+            "errors: | {'type': 'string_type', 'loc': ('body', 'messages', 2, ") in line
+    assert "'msg': 'Input should be a valid string'" in line
+    assert "\n" not in line
+    assert len(line) < 600
+    assert line.endswith("…")
+
+
+def test_an_empty_stream_names_the_server_and_the_model(openai_server: FakeOpenAIServer) -> None:
+    """A stream that ends without content after HTTP 200 says where and what to set."""
+    openai_server.add(malformed("[DONE]"))
+    exc = call_error(client(openai_server, streaming=True))
+    assert str(exc) == "No generations found in stream."
+    line = describe_model_error(exc, base_url=openai_server.base_url, model="test-model")
+    assert line.startswith(
+        f"the model server at {openai_server.base_url} (model 'test-model') ended a streamed "
+        "reply without any content (ValueError: No generations found in stream.)")
+    assert "BASHGRAPH_MODEL_STREAMING=false" in line
+
+
+def test_a_failure_after_http_200_names_the_server_and_the_model() -> None:
+    """An exception the client raised on a 200 reply names where the reply came from."""
+    line = describe_model_error(KeyError("choices"), base_url="http://h:1/v1", model="m")
+    assert line == ("the model server at http://h:1/v1 (model 'm') answered, but the reply could "
+                    "not be used: KeyError: 'choices'")
+    assert describe_model_error(ValueError("boom"), model="local") == "the local model failed: ValueError: boom"
 
 
 def test_as_model_error_keeps_the_cause() -> None:
