@@ -70,7 +70,7 @@ def run_task(task: str, thread_id: str, settings: RunSettings) -> int:
 
     async def first(session: Session) -> Action:
         snapshot = await latest_state(session, thread_id)
-        if snapshot.next or snapshot.interrupts:
+        if unfinished(snapshot):
             raise ConfigError(f"thread {thread_id} has not finished; continue it with: "
                               f"{settings.hint.command(thread_id)}")
         return Action(inputs={"messages": [HumanMessage(task)]})
@@ -89,7 +89,7 @@ def resume_thread(thread_id: str, answer: Any, settings: RunSettings) -> int:
             return stop_of(snapshot)  # the driver answers it (given answer, a person) or pauses
         if answer is not None and not _faulted(snapshot):
             raise ConfigError(f"thread {thread_id} is not waiting for an answer; drop --answer")
-        if snapshot.next:
+        if unfinished(snapshot):
             return Action()
         if _faulted(snapshot) and (checkpoint := await before_last_escalation(session, thread_id)):
             return Action(checkpoint_id=checkpoint, ask_person=True)
@@ -100,7 +100,13 @@ def resume_thread(thread_id: str, answer: Any, settings: RunSettings) -> int:
 
 
 def _faulted(snapshot: StateSnapshot) -> bool:
-    return not snapshot.next and snapshot.values.get("status") == "environment_fault"
+    return not unfinished(snapshot) and snapshot.values.get("status") == "environment_fault"
+
+
+def unfinished(snapshot: StateSnapshot) -> bool:
+    """The thread has work left: tasks of its next step (with or without their writes saved:
+    a crash between a step's writes and its checkpoint leaves `next` empty) or a question."""
+    return bool(snapshot.tasks or snapshot.next or snapshot.interrupts)
 
 
 def stop_of(snapshot: StateSnapshot) -> Stop:
@@ -142,21 +148,29 @@ class Driver:
                         "db": locate(self.settings.db).label})
             async with aopen_session(self.settings.db, model=self.settings.model,
                                      config=self.settings.config) as session:
-                step = await first(session)
-                if isinstance(step, Stop):
-                    step = self._next_step(step)  # a question pending from an earlier run
-                while isinstance(step, Action):
-                    stop = await self._stream(self._with_asking(session, step), step)
-                    step = self._next_step(stop)
-                return step
+                # The lock before the first look at the thread: what `first` decides (an
+                # answer is wanted, the thread is unfinished) stays true while this runs.
+                with session.lock(self.thread_id):
+                    return await self._drive_locked(session, first)
         except asyncio.CancelledError:
-            return Stop("interrupted", "interrupted by Ctrl-C; the running command was stopped")
+            return Stop(self._sigint.status,
+                        f"interrupted by {self._sigint.name}; the running command was stopped")
         except ThreadBusyError as exc:
             return Stop("busy", str(exc))
         except StoreError as exc:
             return Stop("store_error", str(exc))
         except ConfigError as exc:
             return Stop("config_error", str(exc))
+
+    async def _drive_locked(self, session: Session,
+                            first: Callable[[Session], Awaitable[Action | Stop]]) -> Stop:
+        step = await first(session)
+        if isinstance(step, Stop):
+            step = self._next_step(step)  # a question pending from an earlier run
+        while isinstance(step, Action):
+            stop = await self._stream(self._with_asking(session, step), step)
+            step = self._next_step(stop)
+        return step
 
     def _with_asking(self, session: Session, action: Action) -> Session:
         """The session's graph, rebuilt to ask a person when one is answering it."""
@@ -171,7 +185,7 @@ class Driver:
     async def _stream(self, session: Session, action: Action) -> Stop:
         modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
         try:
-            async for chunk in astream(session, action.inputs, self.thread_id,
+            async for chunk in astream(session, action.inputs, self.thread_id, locked=True,
                                        checkpoint_id=action.checkpoint_id, stream_mode=modes):
                 for event in chunk_events(chunk, self.thread_id):
                     self.settings.renderer.emit(event)
@@ -201,7 +215,7 @@ class Driver:
                 try:
                     answer = self.settings.ask(stop.pending[0])
                 except (KeyboardInterrupt, EOFError):
-                    return Stop("interrupted", "no answer given; the question is still pending")
+                    return Stop(self._sigint.status, "no answer given; the question is still pending")
         if answer is None:
             return stop
         self._emit({"event": "answer", "answer": answer})

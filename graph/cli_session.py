@@ -10,7 +10,7 @@ its journal entry without a result, so a resume reports it as `spawn_error/inter
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -42,15 +42,17 @@ async def aopen_session(
 
 async def astream(
     session: Session, inputs: dict[str, Any] | Command[Any] | None, thread_id: str, *,
-    checkpoint_id: str | None = None, **stream_kwargs: Any,
+    checkpoint_id: str | None = None, locked: bool = False, **stream_kwargs: Any,
 ) -> AsyncIterator[Any]:
     """`Session.run` for asyncio: holds the thread's lock while it streams (ThreadBusyError).
 
     `checkpoint_id` continues from an earlier checkpoint of the thread instead of its latest.
+    `locked`: the caller holds the lock already (it is not re-entrant).
     """
     stream_kwargs.setdefault("durability", "sync")  # see Session.run
     config: RunnableConfig = thread_config(thread_id, checkpoint_id)
-    with session.lock(thread_id), store_errors(session.location):
+    lock = nullcontext() if locked else session.lock(thread_id)
+    with lock, store_errors(session.location):
         async for chunk in session.agent.astream(inputs, config, **stream_kwargs):
             yield chunk
 

@@ -4,7 +4,8 @@ Exit statuses (documented in docs/cli.md):
 
     0 done · 1 failed (failed, aborted, model error, thread busy) · 2 usage (bad arguments,
     bad settings, unusable database) · 3 paused, waiting for a person · 4 environment fault ·
-    130 interrupted by Ctrl-C
+    129 stopped by SIGHUP · 130 interrupted by Ctrl-C · 143 stopped by SIGTERM (128 + the signal,
+    as a shell reports a process killed by it; the thread is resumable after each of the three)
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ class ExitStatus(IntEnum):
     USAGE = 2
     PAUSED = 3
     ENVIRONMENT = 4
+    HANGUP = 129
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 #: The exit status of each way a run can stop. Thread statuses (graph/state.py) plus the
@@ -41,6 +44,8 @@ EXIT_FOR_STATUS: dict[str, ExitStatus] = {
     "paused": ExitStatus.PAUSED,
     "environment_fault": ExitStatus.ENVIRONMENT,
     "interrupted": ExitStatus.INTERRUPTED,
+    "terminated": ExitStatus.TERMINATED,
+    "hangup": ExitStatus.HANGUP,
 }
 
 #: Stops that are errors of the invocation or its surroundings, not of the task: people see
@@ -49,7 +54,7 @@ ERROR_STATUSES: frozenset[str] = frozenset({"busy", "config_error", "store_error
 
 #: Stops after which `bashgraph resume THREAD` has something to continue.
 RESUMABLE: frozenset[str] = frozenset(
-    {"paused", "model_error", "interrupted", "environment_fault", "running"}
+    {"paused", "model_error", "interrupted", "terminated", "hangup", "environment_fault", "running"}
 )
 
 

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import os
 import shutil
+import socket
 import threading
 import time
 import weakref
@@ -38,9 +39,14 @@ from bashgraph.tools.capture import default_spill_dir
 from bashgraph.tools.handover import in_thread
 from bashgraph.tools.live import OutputCallback
 from bashgraph.tools.process import arun_command, run_command
+from bashgraph.tools.reaper import sweep
 from bashgraph.tools.redact import Redactor
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
 from bashgraph.tools.sandbox import BwrapSandbox, sandbox_available
+
+#: Set in each journaled command's environment to its journal row's marker; every process the
+#: command starts inherits it, so a later resume can find them after this process died.
+CALL_MARKER_VAR = "BASHGRAPH_CALL_ID"
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,10 @@ class JournalEntry:
     command: str
     started_at: float
     result: CommandResult | None = None
+    marker: str | None = None
+    """The value of `CALL_MARKER_VAR` in the command's environment (None in old rows)."""
+    host: str | None = None
+    """The host it started on: only there can its leftover processes be found."""
 
 
 class Journal(Protocol):
@@ -57,7 +67,8 @@ class Journal(Protocol):
 
     def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None: ...
 
-    def start(self, thread_id: str, call_id: str, attempt: int, command: str) -> None: ...
+    def start(self, thread_id: str, call_id: str, attempt: int, command: str,
+              marker: str | None = None) -> None: ...
 
     def finish(self, thread_id: str, call_id: str, attempt: int, result: CommandResult) -> None: ...
 
@@ -85,6 +96,14 @@ class _Plan:
     command: str
     timeout: float | None
     cwd: str | None
+    marker: str
+
+
+@dataclass(frozen=True)
+class _CutOff:
+    """A call the journal shows started and never finished: its runner died."""
+
+    entry: JournalEntry
 
 
 @dataclass(frozen=True)
@@ -135,6 +154,8 @@ class Executor:
         """Run one call; `on_output(stream, text)` gets its live output (redacted)."""
         setup = self.setup()  # before the journal: a set-up error must not look like a run
         plan = self._begin(call, cwd, ctx)
+        if isinstance(plan, _CutOff):
+            return _interrupted(plan.entry, self._sweep(plan.entry))
         if isinstance(plan, CommandResult):
             return plan
         # Sync: the runner asks os.getcwd() itself, so a later os.chdir is always seen.
@@ -148,6 +169,10 @@ class Executor:
         if setup is None:
             setup = await in_thread(asyncio.get_running_loop(), self.setup)
         plan = self._begin(call, cwd, ctx)
+        if isinstance(plan, _CutOff):
+            loop = asyncio.get_running_loop()
+            swept = await in_thread(loop, functools.partial(self._sweep, plan.entry))
+            return _interrupted(plan.entry, swept)
         if isinstance(plan, CommandResult):
             return plan
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
@@ -174,8 +199,10 @@ class Executor:
             sandbox=sandbox,
         )
 
-    def _begin(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> _Plan | CommandResult:
-        """Validate and journal a call; a CommandResult means "answer this, run nothing"."""
+    def _begin(self, call: ToolCall, cwd: str | None,
+               ctx: CallContext) -> _Plan | CommandResult | _CutOff:
+        """Validate and journal a call; a CommandResult means "answer this, run nothing", a
+        _CutOff "answer `interrupted` once what is left of its run is stopped"."""
         if call["name"] != BASH_TOOL_NAME:
             return args_error(f"unknown tool {call['name']!r}; the only tool is {BASH_TOOL_NAME!r}")
         args = validate_bash_args(call["args"], max_timeout=self.config.max_timeout_s)
@@ -189,10 +216,20 @@ class Executor:
             call_id = f"{call_id}#{hashlib.sha256(args.command.encode()).hexdigest()[:16]}"
             entry = self._entry(call_id, ctx)
         if entry is not None:
-            return _recorded_result(entry)
+            return entry.result if entry.result is not None else _CutOff(entry)
+        marker = os.urandom(16).hex()
         if self.journal is not None and ctx.thread_id is not None:
-            self.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command)
-        return _Plan(call_id, ctx, args.command, args.timeout, cwd)
+            self.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
+        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker)
+
+    def _sweep(self, entry: JournalEntry) -> Swept:
+        """Stop what still runs of a cut-off call (blocking: up to grace + 5 s)."""
+        if entry.marker is None:
+            return Swept(checked=False, reason="it was journaled without a run marker")
+        if entry.host != socket.gethostname():
+            return Swept(checked=False, reason=f"it started on host {entry.host}, not this one")
+        found, alive = sweep(entry.marker, grace=self.config.grace_s)
+        return Swept(checked=True, found=found, alive=alive)
 
     def _entry(self, call_id: str, ctx: CallContext) -> JournalEntry | None:
         if self.journal is None or ctx.thread_id is None:
@@ -217,6 +254,7 @@ class Executor:
             "sandbox": setup.sandbox,
             "on_output": on_output,
             "process_cwd": process_cwd,
+            "env": {CALL_MARKER_VAR: plan.marker},
         }
 
     def _finish(self, plan: _Plan, result: CommandResult) -> CommandResult:
@@ -228,15 +266,34 @@ class Executor:
         return result
 
 
-def _recorded_result(entry: JournalEntry) -> CommandResult:
-    """The result the journal holds, or `interrupted` for a call that never finished."""
-    if entry.result is not None:
-        return entry.result
+@dataclass(frozen=True)
+class Swept:
+    """What the sweep of a cut-off call found of it still running."""
+
+    checked: bool
+    found: int = 0
+    alive: int = 0
+    reason: str = ""
+    """Why it was not checked."""
+
+    def text(self) -> str:
+        if not self.checked:
+            return f"; whether it still runs was not checked: {self.reason}"
+        if self.alive:
+            return (f"; {self.alive} of its processes could not be stopped and may still run "
+                    "(uninterruptible)")
+        if self.found:
+            return f"; {self.found} of its processes were still running and were stopped"
+        return ""
+
+
+def _interrupted(entry: JournalEntry, swept: Swept) -> CommandResult:
+    """`interrupted` for a call that started and never finished, once the sweep is done."""
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
     return spawn_failure(
         SpawnErrorKind.INTERRUPTED, entry.command,
         f"started at {started} but the run stopped before it finished; it may have had "
-        "side effects, so it was not run again",
+        f"side effects, so it was not run again{swept.text()}",
     )
 
 

@@ -6,6 +6,10 @@ before running it: a recorded result is reused, a start without a result becomes
 `spawn_error/interrupted`. So a resume never runs a command twice; a fork (another thread id)
 never reuses the original's rows.
 
+Each start row also holds the command's run marker (an environment variable every process it
+starts inherits, see tools/reaper.py) and this host's name: after a crash, the resume kills
+whatever of the command still runs on this host before it reports the call `interrupted`.
+
 `start` is durable before it returns (SQLite: its own connection, each statement committed,
 synchronous=FULL for the start so the WAL is fsynced; PostgreSQL: autocommit). Any failure to
 record raises StoreError, so a command never runs unrecorded. Both classes are thread-safe
@@ -20,6 +24,7 @@ commit durable, checkpoints included: they share the database's one WAL file.
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 import threading
 import time
@@ -52,10 +57,20 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     started_at {{real}} NOT NULL,
     finished_at {{real}},
     result_json TEXT,
+    marker TEXT,
+    host TEXT,
     PRIMARY KEY (thread_id, call_id, attempt)
 )"""
-_LOOKUP = f"SELECT command, started_at, result_json FROM {TABLE} WHERE thread_id = ? AND call_id = ? AND attempt = ?"
-_START = f"INSERT INTO {TABLE} (thread_id, call_id, attempt, command, started_at) VALUES (?, ?, ?, ?, ?)"
+#: Columns added after the first release: a journal created before gets them on open.
+_ADDED_COLUMNS = ("marker", "host")
+_LOOKUP = (
+    f"SELECT command, started_at, result_json, marker, host FROM {TABLE} "
+    "WHERE thread_id = ? AND call_id = ? AND attempt = ?"
+)
+_START = (
+    f"INSERT INTO {TABLE} (thread_id, call_id, attempt, command, started_at, marker, host) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _FINISH = f"UPDATE {TABLE} SET finished_at = ?, result_json = ? WHERE thread_id = ? AND call_id = ? AND attempt = ?"
 _ENTRIES = (
     f"SELECT call_id, attempt, command, started_at, result_json FROM {TABLE} "
@@ -64,9 +79,11 @@ _ENTRIES = (
 _DELETE = f"DELETE FROM {TABLE} WHERE thread_id = ?"
 
 
-def _entry(command: str, started_at: float, result_json: str | None) -> JournalEntry:
+def _entry(command: str, started_at: float, result_json: str | None,
+           marker: str | None = None, host: str | None = None) -> JournalEntry:
     result = CommandResult.from_dict(json.loads(result_json)) if result_json else None
-    return JournalEntry(command=command, started_at=float(started_at), result=result)
+    return JournalEntry(command=command, started_at=float(started_at), result=result,
+                        marker=marker, host=host)
 
 
 def _already_started(thread_id: str, call_id: str, attempt: int) -> StoreError:
@@ -86,6 +103,10 @@ class SqliteJournal:
         with self._guard():
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA.format(real="REAL"))
+            have = {row[1] for row in self._conn.execute(f"PRAGMA table_info({TABLE})")}
+            for column in _ADDED_COLUMNS:
+                if column not in have:
+                    self._conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {column} TEXT")
 
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
@@ -97,11 +118,13 @@ class SqliteJournal:
             row = conn.execute(_LOOKUP, (thread_id, call_id, attempt)).fetchone()
         return _entry(*row) if row else None
 
-    def start(self, thread_id: str, call_id: str, attempt: int, command: str) -> None:
+    def start(self, thread_id: str, call_id: str, attempt: int, command: str,
+              marker: str | None = None) -> None:
         with self._guard() as conn:
             conn.execute("PRAGMA synchronous=FULL")  # this commit fsyncs the WAL
             try:
-                conn.execute(_START, (thread_id, call_id, attempt, command, time.time()))
+                conn.execute(_START, (thread_id, call_id, attempt, command, time.time(), marker,
+                                      socket.gethostname()))
             except sqlite3.IntegrityError:
                 raise _already_started(thread_id, call_id, attempt) from None
             finally:
@@ -150,15 +173,20 @@ class PostgresJournal:
     def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None:
         with self._guard() as conn:
             row = conn.execute(self._sql(_LOOKUP), (thread_id, call_id, attempt)).fetchone()
-        return _entry(row["command"], row["started_at"], row["result_json"]) if row else None
+        if row is None:
+            return None
+        return _entry(row["command"], row["started_at"], row["result_json"], row["marker"],
+                      row["host"])
 
-    def start(self, thread_id: str, call_id: str, attempt: int, command: str) -> None:
+    def start(self, thread_id: str, call_id: str, attempt: int, command: str,
+              marker: str | None = None) -> None:
         import psycopg
 
         # autocommit: the row is committed (and by default fsynced) when execute returns.
         with self._guard() as conn:
             try:
-                conn.execute(self._sql(_START), (thread_id, call_id, attempt, command, time.time()))
+                conn.execute(self._sql(_START), (thread_id, call_id, attempt, command, time.time(),
+                                                 marker, socket.gethostname()))
             except psycopg.errors.UniqueViolation:
                 raise _already_started(thread_id, call_id, attempt) from None
 
@@ -194,6 +222,14 @@ def _create_table(conn: psycopg.Connection[Any]) -> None:
     # loser trips over the winner's row type); the table exists then, which is all we need.
     with suppress(psycopg.errors.UniqueViolation):
         conn.execute(_SCHEMA.format(real="DOUBLE PRECISION"))
+    have = {row["column_name"] for row in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+        "AND table_schema = current_schema()", (TABLE,))}
+    # Only when missing: ALTER TABLE takes the table's strongest lock even when it has nothing
+    # to do. (Same race as above: the loser finds the column there.)
+    for column in (c for c in _ADDED_COLUMNS if c not in have):
+        with suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateColumn):
+            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {column} TEXT")
 
 
 AnyJournal = SqliteJournal | PostgresJournal

@@ -1,7 +1,10 @@
 """One thread, one worker: a lock held for as long as a run or resume of a thread lasts.
 
-SQLite: `flock` on a file in `<database>.locks/`; the kernel drops it when the holder dies, even
-by SIGKILL. PostgreSQL: a session advisory lock on a dedicated connection; the server drops it
+SQLite: `flock` on a file in `<database>.locks/`, where `<database>` is the file's resolved path
+(symlinks, `..` and relative spellings all lead to the same lock; a hard link is another name
+and is not recognised); the kernel drops the lock when the holder dies, even by SIGKILL.
+PostgreSQL: a session advisory lock on a dedicated connection; advisory locks belong to one
+database of one server, whatever host name or URL reached it, and the server drops the lock
 when that connection ends, which a dead process's connection does at once. Either way a second
 worker gets `ThreadBusyError` before it executes anything.
 """
@@ -50,9 +53,12 @@ def thread_lock(url: str | None, thread_id: str) -> Iterator[None]:
 
 # -- SQLite: a lock file per thread ---------------------------------------------------------
 def lock_path(database: str, thread_id: str) -> Path:
-    """The lock file of a thread: named by a hash, so any thread id makes a valid file name."""
+    """The lock file of a thread: named by a hash, so any thread id makes a valid file name.
+
+    Next to the database's resolved path: two spellings of one file share their locks.
+    """
     name = hashlib.sha256(thread_id.encode()).hexdigest()[:32]
-    return Path(f"{database}.locks") / f"{name}.lock"
+    return Path(f"{os.path.realpath(database)}.locks") / f"{name}.lock"
 
 
 @contextmanager

@@ -82,7 +82,9 @@ class Session:
         """UnfinishedThreadError when the checkpoint the run starts from (the thread's latest,
         or the `checkpoint_id` in `config`) stopped mid-run or waits for an answer."""
         snapshot = self.agent.get_state(run_config)
-        if snapshot.next or snapshot.interrupts:
+        # `tasks`, not only `next`: a crash after a step's writes were saved and before its
+        # checkpoint leaves tasks whose writes wait to be applied, and `next` empty.
+        if snapshot.tasks or snapshot.next or snapshot.interrupts:
             waiting = "waits for an answer" if snapshot.interrupts else "stopped mid-run"
             raise UnfinishedThreadError(
                 f"thread {thread_id} {waiting}: continue it with run(None, ...) or answer it "

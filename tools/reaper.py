@@ -28,6 +28,7 @@ import contextlib
 import os
 import select
 import signal
+import time
 from pathlib import Path
 
 MARKER_VAR = "BASHGRAPH_RUN_ID"
@@ -200,3 +201,64 @@ def _alive(pid: int, pidfd: int) -> bool:
         return not poller.poll(0)
     stat = _read(f"/proc/{pid}/stat")
     return bool(stat) and stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+def marked(token: str) -> list[int]:
+    """Live processes (not this one) whose environment holds `token`, wherever they are now."""
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return []
+    me, needle = os.getpid(), token.encode()
+    # -1 is no process's group or session: only the environment can make a process match.
+    return [int(name) for name in names
+            if name.isdigit() and int(name) != me and _belongs(int(name), -1, needle) is False]
+
+
+def sweep(token: str, grace: float = 2.0, wait: float = 5.0) -> tuple[int, int]:
+    """Stop every process still carrying `token` (a command cut off by its runner's death):
+    SIGTERM and SIGCONT, `grace` seconds, SIGKILL, then up to `wait` seconds for them to go.
+
+    Returns (processes found, processes still alive at the end). Processes forked meanwhile are
+    found by the rescans. Only this machine's `/proc` is searched.
+    """
+    found: dict[int, int] = {}
+
+    def discover(*signals: int) -> None:
+        for pid in marked(token):
+            if pid in found:
+                continue
+            pidfd = open_pidfd(pid)
+            if _belongs(pid, -1, token.encode()) is not False:  # reused meanwhile
+                if pidfd >= 0:
+                    os.close(pidfd)
+                continue
+            found[pid] = pidfd
+            for sig in signals:
+                _send(pid, pidfd, sig)
+
+    def alive() -> list[int]:
+        return [pid for pid, pidfd in found.items() if _alive(pid, pidfd)]
+
+    def settle(seconds: float, *signals: int) -> bool:
+        end = time.monotonic() + seconds
+        while True:
+            discover(*signals)
+            if not alive():
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.02)
+
+    try:
+        polite = (signal.SIGTERM, signal.SIGCONT)
+        discover(*polite)
+        if not settle(grace, *polite):
+            for pid in alive():
+                _send(pid, found[pid], signal.SIGKILL)
+            settle(wait, signal.SIGKILL)
+        return len(found), len(alive())
+    finally:
+        for pidfd in found.values():
+            if pidfd >= 0:
+                os.close(pidfd)
