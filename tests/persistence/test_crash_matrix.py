@@ -6,9 +6,9 @@ SQLite and PostgreSQL. After each death:
 * `bashgraph resume T` continues the thread to `done` (never "already finished" while it is not);
 * no command ran twice (each appends to its own counter file).
 
-The run: two commands, one per model turn, then the final answer (21 writes). By default
-every third window is tried, rotating so that each kind of write, before and after, is covered
-on both backends; `BASHGRAPH_CRASH_MATRIX=full` tries every window.
+The run: two commands, one per model turn, then the final answer: 21 writes, 41 windows per
+backend. Each window is three forks of a process that has done its imports (crash_server.py),
+about 0.4 s; the whole matrix takes about a minute on both backends.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from tests.persistence.crash_server import CRASH_COMMANDS, CRASH_EXIT
 
 #: Writes of one clean run (checked against a recorded run in `test_the_matrix_covers_...`).
 EXPECTED_WRITES = 21
-FULL = os.environ.get("BASHGRAPH_CRASH_MATRIX") == "full"
 WINDOWS = [(n, when) for n in range(1, EXPECTED_WRITES + 1) for when in ("before", "after")
            if (n, when) != (EXPECTED_WRITES, "after")]  # dying after the last write: no crash
 
@@ -102,10 +101,6 @@ def saved(db: str, thread: str) -> bool:
         return session.state(thread).created_at is not None
 
 
-def chosen(index: int) -> bool:
-    return FULL or index % 3 == 0
-
-
 def test_the_matrix_covers_every_write_of_a_clean_run(
     crash_server: CrashServer, backend: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -119,15 +114,11 @@ def test_the_matrix_covers_every_write_of_a_clean_run(
     assert len(kinds) == EXPECTED_WRITES, kinds
     assert set(kinds) == {"put", "put_writes", "journal_start", "journal_finish"}
     assert counts(tmp_path / "work") == [1] * CRASH_COMMANDS
-    sampled = {(kinds[n - 1], when) for i, (n, when) in enumerate(WINDOWS) if chosen(i)}
-    assert len(sampled) == 8, sampled  # each kind, before and after
 
 
-@pytest.mark.parametrize(("index", "window"), [
-    pytest.param(i, w, id=f"{w[1]}-{w[0]}") for i, w in enumerate(WINDOWS) if chosen(i)])
+@pytest.mark.parametrize("window", [pytest.param(w, id=f"{w[1]}-{w[0]}") for w in WINDOWS])
 def test_a_run_killed_at_any_write_resumes_to_the_end_running_nothing_twice(
-    crash_server: CrashServer, backend: tuple[str, str], tmp_path: Path,
-    index: int, window: tuple[int, str],
+    crash_server: CrashServer, backend: tuple[str, str], tmp_path: Path, window: tuple[int, str],
 ) -> None:
     db, thread = backend
     number, when = window
@@ -139,7 +130,8 @@ def test_a_run_killed_at_any_write_resumes_to_the_end_running_nothing_twice(
     env.pop("CRASH_AT")
     if not saved(db, thread):  # died before the first checkpoint: there is no thread
         resumed = crash_server.bashgraph(home, env, "resume", thread)
-        assert resumed.code == 2 and f"no thread {thread}" in resumed.err, resumed.err
+        assert resumed.code == 2, resumed.err
+        assert f"no thread {thread}" in resumed.err
         assert counts(tmp_path / "work") == [0] * CRASH_COMMANDS
         return
 
