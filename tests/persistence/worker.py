@@ -5,7 +5,8 @@
 Scenarios are scripted models that decide from the conversation alone, so a fresh process that
 resumes the thread replies exactly as the killed one would have. Commands leave evidence in
 WORKDIR: `counter` / `count-a` / `count-b` get one line per run, `pid` holds the process group
-of a command still sleeping (the test kills it when done).
+of a command still sleeping (the test kills it when done); `escaped` the pid of a process a
+command moved out of its session.
 
 Env `WORKER_KILL_AFTER_FINISH=1` SIGKILLs this process right after the journal records a
 result, before LangGraph can checkpoint it: the window between a command's end and its step.
@@ -33,6 +34,8 @@ from bashgraph.tools.results import CommandResult
 
 SLOW = "echo run >> {dir}/{name}; echo $$ > {dir}/pid; sleep 30"
 FAST = "echo run >> {dir}/{name}; echo {name}-done"
+#: Also leaves a process outside its session and group (`setsid`), pid in `escaped`.
+ESCAPING = "setsid sleep 31 & echo $! > {dir}/escaped; " + SLOW
 
 
 def bash(call_id: str, command: str) -> ToolCall:
@@ -56,6 +59,7 @@ def scenario(name: str, workdir: str) -> Callable[[list[BaseMessage]], AIMessage
     batches = {
         "slow": [bash("c1", slow)],
         "fast": [bash("c1", FAST.format(dir=workdir, name="counter"))],
+        "escaping": [bash("c1", ESCAPING.format(dir=workdir, name="counter"))],
         "parallel": [
             bash("ca", FAST.format(dir=workdir, name="count-a")),
             bash("cb", SLOW.format(dir=workdir, name="count-b")),
