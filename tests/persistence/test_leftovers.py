@@ -38,11 +38,13 @@ def test_resume_stops_the_cut_off_command_before_reporting_it_interrupted(
                "the command to start", first)
     kill(first)
     shell, escaped = int((workdir / "pid").read_text()), int((workdir / "escaped").read_text())
-    assert group_running(shell) and running(escaped), "the command should outlive its worker"
+    assert group_running(shell), "the command should outlive its worker"
+    assert running(escaped)
 
     code, report = outcome(spawn(db_url, thread, "escaping", workdir, "--resume"))
     assert code == 0, report
-    assert not group_running(shell) and not running(escaped)
+    assert not group_running(shell)
+    assert not running(escaped)
     [result] = report["results"]
     assert (result["outcome"], result["spawn_error"]) == ("spawn_error", "interrupted")
     assert "processes were still running and were stopped" in result["detail"]
