@@ -21,6 +21,7 @@ from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.checkpoints import aopen_checkpointer, locate, store_errors
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.journal import open_journal
+from bashgraph.graph.saver_guard import guard_saver, read_errors
 from bashgraph.graph.session import Session
 from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.graph.threads import thread_config
@@ -36,6 +37,7 @@ async def aopen_session(
     location = locate(db)
     async with aopen_checkpointer(location.target) as saver:
         with open_journal(location.target) as journal:
+            guard_saver(saver, location)
             agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
             yield Session(agent=agent, saver=saver, journal=journal, location=location)
 
@@ -58,7 +60,7 @@ async def astream(
 
 
 async def latest_state(session: Session, thread_id: str) -> StateSnapshot:
-    with store_errors(session.location):
+    with read_errors(session.location):
         return await session.agent.aget_state(thread_config(thread_id))
 
 
@@ -68,7 +70,7 @@ async def before_last_escalation(session: Session, thread_id: str) -> str | None
     A thread stopped as `environment_fault` is finished; resuming it re-runs its last
     escalation from this checkpoint, so a person can answer retry / skip / abort / a hint.
     """
-    with store_errors(session.location):
+    with read_errors(session.location):
         async for snapshot in session.agent.aget_state_history(thread_config(thread_id)):
             if tuple(snapshot.next) == (ESCALATE_NODE,):
                 return str(snapshot.config["configurable"]["checkpoint_id"])

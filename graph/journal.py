@@ -79,9 +79,15 @@ _ENTRIES = (
 _DELETE = f"DELETE FROM {TABLE} WHERE thread_id = ?"
 
 
-def _entry(command: str, started_at: float, result_json: str | None,
+def _entry(store: str, command: str, started_at: float, result_json: str | None, *,
            marker: str | None = None, host: str | None = None) -> JournalEntry:
-    result = CommandResult.from_dict(json.loads(result_json)) if result_json else None
+    try:
+        result = CommandResult.from_dict(json.loads(result_json)) if result_json else None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreError(
+            f"cannot read the thread store {store}: the command journal's row of `{command}` "
+            f"is damaged ({type(exc).__name__}: {exc}); restore the database from a backup"
+        ) from None
     return JournalEntry(command=command, started_at=float(started_at), result=result,
                         marker=marker, host=host)
 
@@ -116,7 +122,10 @@ class SqliteJournal:
     def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None:
         with self._guard() as conn:
             row = conn.execute(_LOOKUP, (thread_id, call_id, attempt)).fetchone()
-        return _entry(*row) if row else None
+        if row is None:
+            return None
+        command, started_at, result_json, marker, host = row
+        return _entry(self.path, command, started_at, result_json, marker=marker, host=host)
 
     def start(self, thread_id: str, call_id: str, attempt: int, command: str,
               marker: str | None = None) -> None:
@@ -139,7 +148,7 @@ class SqliteJournal:
         """(call key, attempt, entry) of every command of `thread_id`, oldest first."""
         with self._guard() as conn:
             rows = conn.execute(_ENTRIES, (thread_id,)).fetchall()
-        return [(call, attempt, _entry(*rest)) for call, attempt, *rest in rows]
+        return [(call, attempt, _entry(self.path, *rest)) for call, attempt, *rest in rows]
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget every command of `thread_id` (with its checkpoints, when a thread is deleted)."""
@@ -175,8 +184,8 @@ class PostgresJournal:
             row = conn.execute(self._sql(_LOOKUP), (thread_id, call_id, attempt)).fetchone()
         if row is None:
             return None
-        return _entry(row["command"], row["started_at"], row["result_json"], row["marker"],
-                      row["host"])
+        return _entry(self.label, row["command"], row["started_at"], row["result_json"],
+                      marker=row["marker"], host=row["host"])
 
     def start(self, thread_id: str, call_id: str, attempt: int, command: str,
               marker: str | None = None) -> None:
@@ -201,7 +210,7 @@ class PostgresJournal:
             rows = conn.execute(self._sql(_ENTRIES), (thread_id,)).fetchall()
         return [
             (row["call_id"], row["attempt"],
-             _entry(row["command"], row["started_at"], row["result_json"]))
+             _entry(self.label, row["command"], row["started_at"], row["result_json"]))
             for row in rows
         ]
 

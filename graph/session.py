@@ -29,6 +29,7 @@ from bashgraph.graph.errors import UnfinishedThreadError
 from bashgraph.graph.execution import collect_executors
 from bashgraph.graph.journal import AnyJournal, open_journal
 from bashgraph.graph.locks import thread_lock
+from bashgraph.graph.saver_guard import guard_saver, read_errors
 from bashgraph.graph.threads import (
     CheckpointRow,
     ThreadInfo,
@@ -92,22 +93,22 @@ class Session:
 
     def state(self, thread_id: str) -> StateSnapshot:
         """The latest state of a thread (values, next nodes, pending interrupts)."""
-        with store_errors(self.location):
+        with read_errors(self.location):
             return self.agent.get_state(thread_config(thread_id))
 
     def threads(self) -> list[ThreadInfo]:
         """Every thread in the database, most recently updated first."""
-        with store_errors(self.location):
+        with read_errors(self.location):
             return list_threads(self.saver)
 
     def history(self, thread_id: str) -> list[CheckpointRow]:
         """The checkpoints of a thread, newest first."""
-        with store_errors(self.location):
+        with read_errors(self.location):
             return history(self.agent, thread_id)
 
     def fork(self, thread_id: str, checkpoint_id: str, new_thread_id: str | None = None) -> str:
         """A new thread continuing from `checkpoint_id` of `thread_id`; returns its id."""
-        with store_errors(self.location):
+        with read_errors(self.location):
             return fork(self.agent, thread_id, checkpoint_id, new_thread_id)
 
 
@@ -127,6 +128,7 @@ def open_session(
     """
     location = locate(db)
     with open_checkpointer(location.target) as saver, open_journal(location.target) as journal:
+        guard_saver(saver, location)
         with collect_executors() as executors:
             agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
         try:

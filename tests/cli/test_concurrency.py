@@ -30,7 +30,7 @@ def test_two_answers_at_once_the_second_is_busy_not_a_usage_error(
         home.mkdir()
         second = Cli(second_server, home, {**cli.env, "HOME": str(home)}, cli.db, cli.workdir)
         first = cli.start("resume", "r1", "--answer", "approve", *RULE)
-        wait_for(lambda: (cli.workdir / "runs").exists(), timeout=15)
+        wait_for((cli.workdir / "runs").exists, timeout=15)
         loser = second("resume", "r1", "--answer", "approve", *RULE)
         assert loser.code == 1, loser.err
         assert "thread r1 is busy: another worker is running it" in loser.err
