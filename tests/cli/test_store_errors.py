@@ -24,9 +24,9 @@ GARBAGE = b"\xa5\xff\xfe\xfd\xfc\xfb"
 def make_thread(cli: Cli, server: FakeOpenAIServer, thread: str, **env: str) -> str:
     """A finished thread with one command; returns the id of one of its checkpoints."""
     server.add(tool_calls(ToolCall("bash", {"command": "echo hi"})), text("done"))
-    made = cli("run", "say hi", "--thread", thread, **env)
+    made = cli.start("run", "say hi", "--thread", thread, **env).finish()
     assert made.code == 0, made.err
-    history = cli("history", thread, "--json", **env)
+    history = cli.start("history", thread, "--json", **env).finish()
     assert history.code == 0, history.err
     return str(history.events[-1]["checkpoint_id"])
 
