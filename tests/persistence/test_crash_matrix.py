@@ -144,3 +144,21 @@ def test_a_run_killed_at_any_write_resumes_to_the_end_running_nothing_twice(
     assert "already finished" not in resumed.out, f"{when} {kind}: {resumed.out}"
     assert (resumed.code, end["status"]) == (0, "done"), f"{when} {kind}: {resumed.out}{resumed.err}"
     assert max(counts(tmp_path / "work")) <= 1, f"{when} {kind}: a command ran twice"
+
+
+def test_resume_after_death_between_a_steps_writes_and_its_checkpoint_continues(
+    crash_server: CrashServer, backend: tuple[str, str], tmp_path: Path
+) -> None:
+    """Death just before the checkpoint of step 4 (its writes are saved, `next` reads empty):
+    `resume` continues instead of saying "already finished" with status `running`."""
+    db, thread = backend
+    log = tmp_path / "writes"
+    home, env = environment(tmp_path, db, CRASH_LOG=str(log), CRASH_AT="13:before")
+    crashed = crash_server.bashgraph(home, env, "run", "count", "--thread", thread)
+    assert crashed.code == CRASH_EXIT, crashed.err
+    assert log.read_text().splitlines()[12] == "put 4"
+    del env["CRASH_AT"]
+    resumed = crash_server.bashgraph(home, env, "resume", thread)
+    assert "already finished" not in resumed.out
+    assert resumed.code == 0, resumed.out
+    assert counts(tmp_path / "work") == [1] * CRASH_COMMANDS
