@@ -122,6 +122,14 @@ def stop_of(snapshot: StateSnapshot) -> Stop:
 # ----------------------------------------------------------------------------- the driver
 
 
+def _drop_output() -> None:
+    """Point stdout and stderr at /dev/null, so the interpreter's last flush cannot fail."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
 class Driver:
     """Runs one command's loop: stream, and while paused, answer and stream again."""
 
@@ -136,9 +144,14 @@ class Driver:
 
     def execute(self, first: Callable[[Session], Awaitable[Action | Stop]]) -> int:
         stop = self._sigint.run(self._drive(first))
-        for event in stop_events(stop, self.thread_id, self.settings.hint):
-            self.settings.renderer.emit(event)
-        self.settings.renderer.close()
+        try:
+            for event in stop_events(stop, self.thread_id, self.settings.hint):
+                self.settings.renderer.emit(event)
+            self.settings.renderer.close()
+        except OSError:
+            if stop.status != "hangup":
+                raise
+            _drop_output()  # the terminal is gone: the exit status still says what happened
         return int(stop.exit_status)
 
     async def _drive(self, first: Callable[[Session], Awaitable[Action | Stop]]) -> Stop:
