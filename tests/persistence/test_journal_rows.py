@@ -8,10 +8,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import ToolCall
 
+from bashgraph.graph import AgentConfig
 from bashgraph.graph.checkpoints import locate
 from bashgraph.graph.errors import StoreError
+from bashgraph.graph.execution import CallContext, Executor
 from bashgraph.graph.journal import TABLE, open_journal
+from bashgraph.tools.results import SpawnErrorKind
 
 
 def _damage(db_url: str, thread: str) -> None:
@@ -62,3 +66,30 @@ def test_a_journal_made_before_the_marker_columns_gets_them(tmp_path: Path) -> N
     assert (old.marker, old.host) == (None, None)
     assert new is not None
     assert new.marker == "beef"
+
+
+def test_a_call_cut_off_on_another_host_is_reported_unchecked(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """Its processes cannot be seen from here: `interrupted`, and the detail says why unchecked."""
+    thread = f"{thread_prefix}-h"
+    ctx = CallContext(thread, message_id="m1")
+    call = ToolCall(name="bash", args={"command": "echo hi"}, id="c1", type="tool_call")
+    with open_journal(db_url) as journal:
+        journal.start(thread, ctx.key("c1"), 0, "echo hi", "cafe")
+        _set_host(db_url, thread, "elsewhere")
+        result = Executor(AgentConfig(workdir=str(tmp_path)), journal).run(call, None, ctx)
+    assert result.spawn_error is SpawnErrorKind.INTERRUPTED
+    assert "not checked: it started on host elsewhere, not this one" in (result.detail or "")
+
+
+def _set_host(db_url: str, thread: str, host: str) -> None:
+    query = f"UPDATE {TABLE} SET host = '{host}' WHERE thread_id = '{thread}'"
+    if db_url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute(query.encode())
+    else:
+        with sqlite3.connect(db_url) as conn:
+            conn.execute(query)
