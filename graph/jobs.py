@@ -90,6 +90,7 @@ class RunJobs:
         self.journal = journal if isinstance(journal, JobJournal) else None
         self._tables: dict[str, JobTable] = {}
         self._recovered: set[str] = set()
+        self._numbers: dict[str, int] = {}  # the last job number given per thread
         self._lock = threading.Lock()
         self._ended_jobs: weakref.WeakSet[Job] = weakref.WeakSet()  # end already recorded
         # Without a `close()`: stopped when nothing uses them any more, or at the interpreter's exit.
@@ -105,7 +106,7 @@ class RunJobs:
     # -- start ------------------------------------------------------------------------------
     def start(self, request: JobRequest, thread: str | None, call_id: str) -> Answer:
         """Start a job for `thread` (blocking: runs on the spawner thread); the call's answer."""
-        job_id = f"job-{os.urandom(3).hex()}"
+        job_id = self._next_id(thread)
 
         def record(marker: str) -> None:
             if self.journal is not None and thread is not None:
@@ -118,6 +119,16 @@ class RunJobs:
         event = {"event": "job_start", "call_id": call_id, "job_id": job_id,
                  "command": request.command, "pid": started.pid}
         return Answer(started_result(started), [event])
+
+    def _next_id(self, thread: str | None) -> str:
+        """`job-N`: numbered per thread, on from the jobs the journal already holds."""
+        key = thread or ""
+        with self._lock:
+            if key not in self._numbers:
+                known = self.journal.job_rows(key) if self.journal is not None and thread else []
+                self._numbers[key] = len(known)
+            self._numbers[key] += 1
+            return f"job-{self._numbers[key]}"
 
     # -- bash_output / bash_kill --------------------------------------------------------------
     def answer(self, tool: str, job_id: str, thread: str | None, max_chars: int) -> Answer:

@@ -80,6 +80,7 @@ class LoopNodes:
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        self.executor.jobs.recover(thread_of(config))  # jobs a dead worker left (graph/jobs.py)
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
@@ -87,6 +88,9 @@ class LoopNodes:
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        thread = thread_of(config)
+        if self.executor.jobs.needs_recovery(thread):
+            await in_thread(asyncio.get_running_loop(), functools.partial(self.executor.jobs.recover, thread))
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
