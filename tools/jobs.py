@@ -137,18 +137,26 @@ class Job:
         return count
 
     def close(self) -> None:
-        """Release the descriptors once the job is stopped (the spill files stay)."""
+        """Release the descriptors once the job is stopped (the spill files stay).
+
+        The pump is stopped and joined first: it writes to the streams and polls the wake pipe,
+        whose descriptor numbers must not be reused while it may still touch them.
+        """
         self._halt_pump()
+        self._pump.join()
         for stream in self.streams.values():
             stream.close()
         self._spawned.channel.close()
         if self._spawned.status_fd >= 0:
             os.close(self._spawned.status_fd)
+        os.close(self._wake_read)
+        os.close(self._wake_write)
 
     def _halt_pump(self) -> None:
+        """Ask the pump to end now (it leaves pipes still held by escaped processes)."""
         if self._pump.is_alive():
             self._halt = True
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the wake pipe is full: one byte is enough
                 os.write(self._wake_write, b"x")
             self._pump.join(1.0)
 
@@ -177,8 +185,6 @@ class Job:
                 os.close(fd)
             if pidfd >= 0:
                 os.close(pidfd)
-            os.close(self._wake_read)
-            os.close(self._wake_write)
 
     def _move(self, fd: int, name: str) -> bool:
         """One read from a pipe into its stream; False at end of file."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
@@ -30,7 +31,7 @@ def call(name: str, call_id: str, **args: object) -> AIMessage:
     return AIMessage(content="", tool_calls=[ToolCall(name=name, args=args, id=call_id, type="tool_call")])
 
 
-def scenario(workdir: str) -> object:
+def scenario(workdir: str) -> Callable[[list[BaseMessage]], AIMessage]:
     def reply(messages: list[BaseMessage]) -> AIMessage:
         answers = [m for m in messages if isinstance(m, ToolMessage)]
         if not answers:
