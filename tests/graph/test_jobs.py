@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -346,3 +347,26 @@ def test_nothing_runs_after_the_session_closes_while_a_thread_waits_for_a_person
         read = tool_results(session.state(THREAD).values)[-1]
     assert (read.artifact["outcome"], read.artifact["spawn_error"]) == ("spawn_error", "interrupted")
     assert "job job-1 is gone" in str(read.content)
+
+
+def test_a_sandboxed_job_runs_in_the_sandbox_and_is_gone_when_the_run_ends(tmp_path: Path) -> None:
+    """With the sandbox, the job cannot write outside the workdir, its server (network kept)
+    answers the next command, and it is stopped with the run."""
+    from bashgraph.tools.sandbox import sandbox_available
+
+    problem = sandbox_available()
+    if problem is not None:
+        pytest.skip(f"no sandbox: {problem}")
+    outside = Path(f"/usr/bashgraph-job-test-{os.getpid()}")  # read-only in the sandbox
+    work = tmp_path / "work"
+    work.mkdir()
+    port = free_port()
+    steps = [background(f"touch {outside}; exec python3 -m http.server {port} --bind 127.0.0.1"),
+             bash(fetch(port)), job_tool("bash_output"), answer("served")]
+    with session_run(work, steps, sandbox=True, allow_network=True, approval="never") as state:
+        _, fetched, read = tool_results(state)
+        assert "Directory listing" in str(fetched.content)
+        assert "Read-only file system" in str(read.content)
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), 1):
+            pass
+    assert not outside.exists()
