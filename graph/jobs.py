@@ -172,7 +172,8 @@ class RunJobs:
             table = self._tables.pop(thread or "", None)
         events: list[dict[str, Any]] = []
         for job in table.stop_all(why) if table is not None else []:
-            events += self._ended(thread, job, f"{why}; {job.state()}")
+            # "the run ended" for a job it stopped; "the run ended; exited 0" for one that was over.
+            events += self._ended(thread, job, why if job.stopped_by == why else f"{why}; {job.state()}")
         return events
 
     def close(self, why: str = WORKER_GONE) -> None:
