@@ -27,7 +27,7 @@ from pathlib import Path
 from bashgraph.tools import process, spawn
 from bashgraph.tools.classify import start_dir_error
 from bashgraph.tools.job_stream import JobStream
-from bashgraph.tools.job_sweep import stop_tree
+from bashgraph.tools.job_sweep import stop_tree, sweep_marker
 from bashgraph.tools.launch import CD_FAILED
 from bashgraph.tools.reaper import open_pidfd
 from bashgraph.tools.results import CommandResult, Outcome, args_error, exit_hint, signal_name
@@ -66,6 +66,7 @@ class Job:
         self._reap_lock = threading.Lock()
         self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._halt = False
+        self._entered: bool | None = None  # the start directory was entered (None: not asked yet)
         self._pump = threading.Thread(target=self._pump_output, name=f"bashgraph-{job_id}",
                                       daemon=True)
         self._pump.start()
@@ -109,7 +110,9 @@ class Job:
         out, err = pieces["stdout"], pieces["stderr"]
         base = CommandResult(
             outcome=Outcome.OK, command=self.command, cwd=self.plan.target.start_dir,
-            exit_code=code, stdout=f"[job {self.job_id}: {state}]\n{out.text}", stderr=err.text,
+            exit_code=code if code is None or code >= 0 else None,
+            signal=-code if code is not None and code < 0 else None,
+            stdout=f"[job {self.job_id}: {state}]\n{out.text}", stderr=err.text,
             stdout_bytes=out.new_bytes, stderr_bytes=err.new_bytes,
             truncated=out.truncated or err.truncated, duration_s=time.monotonic() - self.started,
             detail=f"job {self.job_id} {state}", stdout_file=str(self.streams["stdout"].path),
@@ -117,21 +120,33 @@ class Job:
         )
         if code is None or code == 0 or self.stopped_by:
             return base
-        if self._spawned.channel.take() == CD_FAILED:
+        if self._cd_failed():
             return start_dir_error(self.plan.target)
         if code < 0:
             return dataclasses.replace(base, outcome=Outcome.EXIT_ERROR, exit_code=128 - code,
-                                       signal=-code, hint=f"the job was killed by {signal_name(-code)}")
+                                       hint=f"the job was killed by {signal_name(-code)}")
         return dataclasses.replace(base, outcome=Outcome.EXIT_ERROR, hint=exit_hint(code))
+
+    def _cd_failed(self) -> bool:
+        """The preamble could not enter the start directory (asked once: the channel is read once)."""
+        if self._entered is None:
+            self._entered = self._spawned.channel.take() != CD_FAILED
+        return not self._entered
 
     # -- stopping -----------------------------------------------------------------------------
     def stop(self, grace: float, why: str) -> int:
         """Stop the job's whole tree (blocks up to `grace` + 0.5 s); the processes signalled."""
         if self.stopped_by is None and self.running:
             self.stopped_by = why
-        count = stop_tree(self.pid, self.plan.run_id, grace)
         with self._reap_lock:
-            self._spawned.proc.wait(0.5)
+            # While the shell is unreaped its pid cannot be reused, so its group and session are
+            # safe to signal (nobody reaps it while this lock is held). Once reaped, only the
+            # marker is trusted: the pid may belong to someone else by now.
+            if self._spawned.proc.poll() is None:
+                count = stop_tree(self.pid, self.plan.run_id, grace)
+                self._spawned.proc.wait(0.5)
+            else:
+                count = sweep_marker(self.plan.run_id, grace)
         self._pump.join(0.5)  # the pipes close when the last holder died
         self._halt_pump()
         return count

@@ -370,3 +370,17 @@ def test_a_sandboxed_job_runs_in_the_sandbox_and_is_gone_when_the_run_ends(tmp_p
         with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), 1):
             pass
     assert not outside.exists()
+
+
+def test_a_job_killed_by_a_signal_from_elsewhere_reads_as_exit_error_naming_it(tmp_path: Path) -> None:
+    """Not a spawn error: `retry` would only read again. The code is what a shell reports."""
+    steps = [background("echo $$ > leader; exec sleep 300"),
+             bash("for _ in $(seq 100); do [ -s leader ] && break; sleep 0.05; done; "
+                  "kill -USR1 $(cat leader); sleep 0.3"),
+             job_tool("bash_output"), answer("killed")]
+    with session_run(tmp_path, steps) as state:
+        read = tool_results(state)[2]
+    assert (read.artifact["outcome"], read.artifact["exit_code"]) == ("exit_error", 138)
+    assert read.artifact["signal"] == 10
+    assert str(read.content).startswith(
+        "[exit code 138] the job was killed by SIGUSR1\n[stdout] [job job-1: killed by SIGUSR1]")
