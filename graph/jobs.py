@@ -24,6 +24,7 @@ them recorded as stopped and answers `spawn_error/interrupted` about them.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 import queue
 import threading
@@ -76,12 +77,14 @@ class RunJobs:
 
     @classmethod
     def for_journal(cls, limit: int, grace: float, journal: object | None) -> RunJobs:
-        if journal is None:
-            return cls(limit, grace, None)
         with _SHARED_LOCK:
-            jobs = _SHARED.get(journal)
-            if jobs is None:
-                jobs = _SHARED[journal] = cls(limit, grace, journal)
+            jobs = getattr(journal, _SHARED_ATTRIBUTE, None)
+            if not isinstance(jobs, cls):
+                jobs = cls(limit, grace, journal)
+                # Kept on the journal, so both live exactly as long; a journal that takes no
+                # attributes simply shares nothing.
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(journal, _SHARED_ATTRIBUTE, jobs)
             return jobs
 
     def __init__(self, limit: int, grace: float, journal: object | None) -> None:
@@ -306,5 +309,5 @@ class _Spawner:
 
 
 _SPAWNER = _Spawner()
-_SHARED: weakref.WeakKeyDictionary[object, RunJobs] = weakref.WeakKeyDictionary()
+_SHARED_ATTRIBUTE = "_bashgraph_run_jobs"
 _SHARED_LOCK = threading.Lock()
