@@ -97,3 +97,38 @@ def test_sigterm_stops_the_runs_jobs_like_ctrl_c(cli: Cli, openai_server: FakeOp
     if "SIGTERM" not in inspect.getsource(cli_signals):
         pytest.skip("SIGTERM is not handled like Ctrl-C by this build of the CLI")
     _stop_with(cli, openai_server, signal.SIGTERM)
+
+
+def test_the_terminal_shows_job_lines_and_output_tails_without_raw_escapes() -> None:
+    """rich mode: start, the last lines a read returned (stderr marked `!`), end; an escape
+    sequence in the command or the output shows as `␛`."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from bashgraph.graph.cli_terminal import TerminalRenderer
+
+    screen = io.StringIO()
+    terminal = TerminalRenderer(Console(file=screen, force_terminal=True, width=120))
+    try:
+        terminal.emit({"event": "job_start", "job_id": "job-1", "pid": 42, "call_id": "c1",
+                       "command": "serve \x1b[5;5H", "thread_id": "t"})
+        terminal.emit({"event": "job_output", "job_id": "job-1", "stream": "stdout",
+                       "text": "one\ntwo\nthree\nfour\nfive \x1b]0;title\x07\n", "thread_id": "t"})
+        terminal.emit({"event": "job_output", "job_id": "job-1", "stream": "stderr",
+                       "text": "warning\n", "thread_id": "t"})
+        terminal.emit({"event": "job_end", "job_id": "job-1", "state": "stopped (bash_kill)",
+                       "exit_code": None, "signal": 15, "thread_id": "t"})
+    finally:
+        terminal.close()
+    printed = screen.getvalue()
+    assert "\x1b[5;5H" not in printed
+    assert "\x1b]0;" not in printed
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", printed)  # rich's own colours
+    assert "job job-1 started (pid 42): `serve ␛[5;5H`" in shown
+    assert "job-1 │ two" in shown
+    assert "job-1 │ one" not in shown  # only the last lines
+    assert "job-1 │ five ␛]0;title␇" in shown
+    assert "job-1 ! warning" in shown
+    assert "job job-1: stopped (bash_kill)" in shown
