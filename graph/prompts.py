@@ -17,11 +17,7 @@ Every tool result tells you how the command ended:
   and explain.
 - [args error] ...: your tool call itself was malformed; fix the arguments.
 Long outputs are cut in the middle; the marker names a file holding the whole output.
-
-A command that must keep running (a server, a watcher) can start in the background:
-`bash` with `"background": true` returns a job id at once. `bash_output` with that `job_id`
-returns what the job wrote since the last read and its state; `bash_kill` stops it and everything
-it started. Background jobs are stopped when the task ends.
+Servers and watchers: see the `background` argument and the `bash_output`/`bash_kill` tools.
 """
 
 

@@ -48,9 +48,8 @@ DESCRIPTION = (
     "its beginning and end; the full text is saved to the file path shown in the marker."
 )
 BACKGROUND_DESCRIPTION = (
-    " With `background: true` the call returns at once with a job id and the command keeps "
-    "running (a server, a watcher): read its new output with `bash_output`, stop it with "
-    "`bash_kill`. Background jobs are stopped when the task ends."
+    " Only a command that never ends by itself (a server, a watcher) takes `background: true`: "
+    "it then runs as a job and the call returns its job id at once."
 )
 
 
@@ -180,7 +179,8 @@ def json_schema(max_timeout: float = DEFAULT_MAX_TIMEOUT, background: bool = Fal
     if background:
         schema["properties"]["background"] = {  # type: ignore[index]
             "type": "boolean",
-            "description": "Start the command as a background job and return its job id at once.",
+            "description": "Only for a command that never ends by itself (a server, a watcher): "
+                           "run it as a background job. Leave it out otherwise.",
         }
     return schema
 

@@ -23,15 +23,8 @@ JOB_TOOL_SCHEMA_TEXT = '{"job_id": "<id from a background bash call>"}'
 _MAX_ID_CHARS = 64
 
 _DESCRIPTIONS = {
-    OUTPUT_TOOL_NAME: (
-        "Read what a background job (started by `bash` with `background: true`) wrote since the "
-        "last read, and its state: running, exited N, killed by a signal, or stopped. Long output "
-        "keeps its beginning and end; the full text is in the files the marker names."
-    ),
-    KILL_TOOL_NAME: (
-        "Stop a background job and every process it started (SIGTERM, then SIGKILL after a "
-        "grace period); returns what it wrote since the last read."
-    ),
+    OUTPUT_TOOL_NAME: "What a background job wrote since the last read, and its state.",
+    KILL_TOOL_NAME: "Stop a background job and every process it started.",
 }
 
 
@@ -40,7 +33,7 @@ def job_schema() -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "job_id": {"type": "string", "description": "The job id a background `bash` call returned."},
+            "job_id": {"type": "string", "description": "The id a background bash call returned."},
         },
         "required": ["job_id"],
         "additionalProperties": False,
