@@ -20,6 +20,7 @@ from bashgraph.graph.recovery import RecoveryNodes
 from bashgraph.graph.routing import next_after_agent, next_after_route
 from bashgraph.graph.state import AgentState
 from bashgraph.tools.bash_tool import make_bash_tool
+from bashgraph.tools.job_tools import make_job_tools
 
 #: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
 #: input: LangGraph coerces message tuples), so they are typed loosely on purpose.
@@ -37,7 +38,8 @@ def build_graph(
     """Compile the agent. `journal` makes resumes exactly-once (see graph/journal.py and graph/session.py)."""
     config = config or AgentConfig()
     executor = Executor(config, journal)
-    loop = LoopNodes(model.bind_tools([make_bash_tool()]), config, executor)
+    tools = [make_bash_tool(max_timeout=config.max_timeout_s, background=True), *make_job_tools()]
+    loop = LoopNodes(model.bind_tools(tools), config, executor)
     recovery = RecoveryNodes(config, executor)
     builder = StateGraph(AgentState)
     builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))

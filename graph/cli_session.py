@@ -9,6 +9,7 @@ its journal entry without a result, so a resume reports it as `spawn_error/inter
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from typing import Any
@@ -20,11 +21,13 @@ from langgraph.types import Command, StateSnapshot
 from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.checkpoints import aopen_checkpointer, locate, store_errors
 from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.execution import collect_executors
 from bashgraph.graph.journal import open_journal
 from bashgraph.graph.saver_guard import guard_saver, read_errors
 from bashgraph.graph.session import Session
 from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.graph.threads import thread_config
+from bashgraph.tools.handover import in_thread
 
 ESCALATE_NODE = "escalate"
 
@@ -33,13 +36,22 @@ ESCALATE_NODE = "escalate"
 async def aopen_session(
     db: str | None, *, model: BaseChatModel, config: AgentConfig
 ) -> AsyncIterator[Session]:
-    """`open_session` with LangGraph's async saver (same database rules, same journal)."""
+    """`open_session` with LangGraph's async saver (same database rules, same journal).
+
+    When the block ends — also by Ctrl-C or an error — the Executors built for it are closed:
+    their background jobs are stopped (in a thread: it waits for the processes to go).
+    """
     location = locate(db)
     async with aopen_checkpointer(location.target) as saver:
         with open_journal(location.target) as journal:
             guard_saver(saver, location)
-            agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
-            yield Session(agent=agent, saver=saver, journal=journal, location=location)
+            with collect_executors() as executors:
+                agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
+            try:
+                yield Session(agent=agent, saver=saver, journal=journal, location=location)
+            finally:
+                for executor in executors:
+                    await asyncio.shield(in_thread(asyncio.get_running_loop(), executor.close))
 
 
 async def astream(

@@ -29,7 +29,7 @@ from rich.text import Text
 
 from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES
-from bashgraph.graph.progress import badge, duration, end_lines, step_line
+from bashgraph.graph.progress import badge, duration, end_lines, job_line, step_line
 from bashgraph.graph.state import FINAL_STATUSES
 from bashgraph.tools.visible import one_line, visible
 
@@ -148,6 +148,19 @@ class TerminalRenderer:
         self.console.print(Text.assemble((f" {words} ", f"bold reverse {style}"), " ",
                                          (f"{duration(event):>7}", "dim"), "  $ ",
                                          one_line(str(event.get("command")))))
+
+    def _on_job_start(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(one_line(job_line(event)), style="cyan"))
+
+    def _on_job_end(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(one_line(job_line(event)), style="cyan"))
+
+    def _on_job_output(self, event: Mapping[str, Any]) -> None:
+        """The last lines a read of a job returned, dimmed, like a command's live tail."""
+        lines = [line for line in str(event.get("text") or "").splitlines() if line.strip()]
+        tag = f"  {event.get('job_id')} {'!' if event.get('stream') == 'stderr' else '│'} "
+        for line in lines[-TAIL_LINES:]:
+            self.console.print(Text(one_line(tag + line), style="dim"), no_wrap=True, overflow="ellipsis")
 
     def _on_node(self, event: Mapping[str, Any]) -> None:
         node = event["node"]

@@ -60,6 +60,9 @@ class AgentConfig:
     max_args_errors: int = 3
     """Consecutive invalid tool calls after which the run fails."""
 
+    max_jobs: int = 4
+    """Background jobs one run may hold running at a time; a start past it is an args error."""
+
     max_spawn_retries: int = 2
     """Automatic re-runs of a command that hit a transient spawn error (resource, signal)."""
 
@@ -126,7 +129,7 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         _check_positive(self, "timeout_s", "max_timeout_s", "max_output_chars", "max_steps",
-                        "replan_after", "max_args_errors", "request_timeout_s")
+                        "replan_after", "max_args_errors", "request_timeout_s", "max_jobs")
         if self.approval not in get_args(ApprovalMode):
             raise ConfigError(f"approval must be one of {get_args(ApprovalMode)}, got {self.approval!r}")
         if self.on_environment_error not in get_args(EnvironmentErrorPolicy):

@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -34,9 +34,12 @@ from langchain_core.messages import ToolCall
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
+from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME, validate_bash_args
 from bashgraph.tools.capture import default_spill_dir
 from bashgraph.tools.handover import in_thread
+from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
+from bashgraph.tools.jobs import JobRequest
 from bashgraph.tools.live import OutputCallback
 from bashgraph.tools.process import arun_command, run_command
 from bashgraph.tools.reaper import sweep
@@ -97,6 +100,11 @@ class _Plan:
     timeout: float | None
     cwd: str | None
     marker: str
+    background: bool = False
+
+
+#: Receives the stream events a call produced besides its live output (`job_start`, ...).
+EventCallback = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,7 @@ class Executor:
         self._setup: Setup | None = None
         self._setup_lock = threading.Lock()
         self._close_sandbox: weakref.finalize[Any, Any] | None = None
+        self.jobs = RunJobs.for_journal(config.max_jobs, config.grace_s, journal)
         built = _collecting.get()
         if built is not None:
             built.append(self)
@@ -145,29 +154,47 @@ class Executor:
             return self._setup
 
     def close(self) -> None:
-        """Remove the sandbox's task-limit cgroup (if any); safe to call more than once."""
+        """Stop every background job and remove the sandbox's task-limit cgroup (if any); safe
+        to call more than once."""
+        self.jobs.close()
         if self._close_sandbox is not None:
             self._close_sandbox()
 
     def run(self, call: ToolCall, cwd: str | None, ctx: CallContext,
-            on_output: OutputCallback | None = None) -> CommandResult:
-        """Run one call; `on_output(stream, text)` gets its live output (redacted)."""
+            on_output: OutputCallback | None = None,
+            on_event: EventCallback | None = None) -> CommandResult:
+        """Run one call; `on_output(stream, text)` gets its live output (redacted), `on_event`
+        the job events it produced."""
         setup = self.setup()  # before the journal: a set-up error must not look like a run
+        self.jobs.recover(ctx.thread_id)
+        if call["name"] in JOB_TOOL_NAMES:
+            return self._emitted(self._job_tool(call, ctx), on_event)
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
             return _interrupted(plan.entry, self._sweep(plan.entry))
         if isinstance(plan, CommandResult):
             return plan
+        if plan.background:
+            answer = self.jobs.start(self._job_request(plan, setup, None), ctx.thread_id, plan.call_id)
+            return self._finish(plan, self._emitted(answer, on_event))
         # Sync: the runner asks os.getcwd() itself, so a later os.chdir is always seen.
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=None)
         return self._finish(plan, run_command(**kwargs))
 
     async def arun(self, call: ToolCall, cwd: str | None, ctx: CallContext,
-                   on_output: OutputCallback | None = None) -> CommandResult:
-        """`run` for asyncio: no blocking call on the event loop (set-up runs in a thread)."""
+                   on_output: OutputCallback | None = None,
+                   on_event: EventCallback | None = None) -> CommandResult:
+        """`run` for asyncio: no blocking call on the event loop (set-up runs in a thread, and
+        so does every job operation; their events are emitted back on the loop's thread)."""
+        loop = asyncio.get_running_loop()
         setup = self._setup
         if setup is None:
-            setup = await in_thread(asyncio.get_running_loop(), self.setup)
+            setup = await in_thread(loop, self.setup)
+        if self.jobs.needs_recovery(ctx.thread_id):
+            await in_thread(loop, functools.partial(self.jobs.recover, ctx.thread_id))
+        if call["name"] in JOB_TOOL_NAMES:
+            answer = await in_thread(loop, functools.partial(self._job_tool, call, ctx))
+            return self._emitted(answer, on_event)
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
             loop = asyncio.get_running_loop()
@@ -175,8 +202,39 @@ class Executor:
             return _interrupted(plan.entry, swept)
         if isinstance(plan, CommandResult):
             return plan
+        if plan.background:
+            request = self._job_request(plan, setup, setup.process_cwd)
+            start = functools.partial(self.jobs.start, request, ctx.thread_id, plan.call_id)
+            return self._finish(plan, self._emitted(await in_thread(loop, start), on_event))
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
         return self._finish(plan, await arun_command(**kwargs))
+
+    def _job_tool(self, call: ToolCall, ctx: CallContext) -> Answer:
+        """`bash_output` / `bash_kill` (blocking), redacted like every result."""
+        job_id = validate_job_args(call["args"])
+        if isinstance(job_id, CommandResult):
+            return Answer(job_id)
+        answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.max_output_chars)
+        if self.redactor is not None:
+            answer.result = self.redactor.redact_result(answer.result)
+        return answer
+
+    def _emitted(self, answer: Answer, on_event: EventCallback | None) -> CommandResult:
+        """The answer's result, after its events went to `on_event` (job output redacted)."""
+        if on_event is None:
+            return answer.result
+        for event in answer.events:
+            if "text" in event and self.redactor is not None:
+                event = {**event, "text": self.redactor.redact(event["text"])}  # noqa: PLW2901
+            on_event(event)
+        return answer.result
+
+    def _job_request(self, plan: _Plan, setup: Setup, process_cwd: str | None) -> JobRequest:
+        return JobRequest(
+            command=plan.command, cwd=plan.cwd or setup.workdir, shell=setup.shell,
+            spill_dir=setup.spill_dir, pass_env=self.config.pass_env, sandbox=setup.sandbox,
+            process_cwd=process_cwd,
+        )
 
     def _look_up(self) -> Setup:
         config = self.config
@@ -204,10 +262,14 @@ class Executor:
         """Validate and journal a call; a CommandResult means "answer this, run nothing", a
         _CutOff "answer `interrupted` once what is left of its run is stopped"."""
         if call["name"] != BASH_TOOL_NAME:
-            return args_error(f"unknown tool {call['name']!r}; the only tool is {BASH_TOOL_NAME!r}")
-        args = validate_bash_args(call["args"], max_timeout=self.config.max_timeout_s)
+            tools = ", ".join((BASH_TOOL_NAME, *JOB_TOOL_NAMES))
+            return args_error(f"unknown tool {call['name']!r}; the tools are {tools}")
+        args = validate_bash_args(call["args"], max_timeout=self.config.max_timeout_s, background=True)
         if isinstance(args, CommandResult):
             return args
+        if args.background and args.timeout is not None:
+            return args_error("'timeout' does not apply to a background job: it runs until it "
+                              "exits, bash_kill stops it, or the run ends", args.command)
         call_id = ctx.key(call.get("id") or "")
         entry = self._entry(call_id, ctx)
         if entry is not None and entry.command != args.command:
@@ -220,7 +282,7 @@ class Executor:
         marker = os.urandom(16).hex()
         if self.journal is not None and ctx.thread_id is not None:
             self.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
-        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker)
+        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
 
     def _sweep(self, entry: JournalEntry) -> Swept:
         """Stop what still runs of a cut-off call (blocking: up to grace + 5 s)."""

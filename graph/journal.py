@@ -41,6 +41,7 @@ from bashgraph.graph.checkpoints import (
 )
 from bashgraph.graph.errors import StoreError
 from bashgraph.graph.execution import JournalEntry
+from bashgraph.graph.jobs import JobRow
 from bashgraph.tools.results import CommandResult
 
 if TYPE_CHECKING:
@@ -78,6 +79,26 @@ _ENTRIES = (
 )
 _DELETE = f"DELETE FROM {TABLE} WHERE thread_id = ?"
 
+#: Background jobs (graph/jobs.py): a row before the job's spawn, its end when it is known.
+JOBS_TABLE = "bashgraph_jobs"
+_JOBS_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {JOBS_TABLE} (
+    thread_id TEXT NOT NULL,
+    job_id TEXT NOT NULL,
+    command TEXT NOT NULL,
+    marker TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    started_at {{real}} NOT NULL,
+    ended TEXT,
+    PRIMARY KEY (thread_id, job_id)
+)"""
+_JOB_START = (f"INSERT INTO {JOBS_TABLE} (thread_id, job_id, command, marker, owner, started_at) "
+              "VALUES (?, ?, ?, ?, ?, ?)")
+_JOB_END = f"UPDATE {JOBS_TABLE} SET ended = ? WHERE thread_id = ? AND job_id = ? AND ended IS NULL"
+_JOB_ROWS = (f"SELECT job_id, command, marker, owner, ended FROM {JOBS_TABLE} WHERE thread_id = ? "
+             "ORDER BY started_at")
+_JOBS_DELETE = f"DELETE FROM {JOBS_TABLE} WHERE thread_id = ?"
+
 
 def _entry(store: str, command: str, started_at: float, result_json: str | None, *,
            marker: str | None = None, host: str | None = None) -> JournalEntry:
@@ -113,6 +134,7 @@ class SqliteJournal:
             for column in _ADDED_COLUMNS:
                 if column not in have:
                     self._conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {column} TEXT")
+            self._conn.execute(_JOBS_SCHEMA.format(real="REAL"))
 
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
@@ -150,10 +172,30 @@ class SqliteJournal:
             rows = conn.execute(_ENTRIES, (thread_id,)).fetchall()
         return [(call, attempt, _entry(self.path, *rest)) for call, attempt, *rest in rows]
 
+    def job_started(self, thread_id: str, row: JobRow) -> None:
+        """Record a job before it is spawned (durable, like a command's start)."""
+        values = (thread_id, row.job_id, row.command, row.marker, row.owner, time.time())
+        with self._guard() as conn:
+            conn.execute("PRAGMA synchronous=FULL")
+            try:
+                conn.execute(_JOB_START, values)
+            finally:
+                conn.execute("PRAGMA synchronous=NORMAL")
+
+    def job_ended(self, thread_id: str, job_id: str, why: str) -> None:
+        with self._guard() as conn:
+            conn.execute(_JOB_END, (why, thread_id, job_id))
+
+    def job_rows(self, thread_id: str) -> list[JobRow]:
+        with self._guard() as conn:
+            rows = conn.execute(_JOB_ROWS, (thread_id,)).fetchall()
+        return [JobRow(*row) for row in rows]
+
     def delete_thread(self, thread_id: str) -> None:
         """Forget every command of `thread_id` (with its checkpoints, when a thread is deleted)."""
         with self._guard() as conn:
             conn.execute(_DELETE, (thread_id,))
+            conn.execute(_JOBS_DELETE, (thread_id,))
 
     def close(self) -> None:
         with self._lock:
@@ -214,10 +256,27 @@ class PostgresJournal:
             for row in rows
         ]
 
+    def job_started(self, thread_id: str, row: JobRow) -> None:
+        """Record a job before it is spawned (autocommit: durable when execute returns)."""
+        values = (thread_id, row.job_id, row.command, row.marker, row.owner, time.time())
+        with self._guard() as conn:
+            conn.execute(self._sql(_JOB_START), values)
+
+    def job_ended(self, thread_id: str, job_id: str, why: str) -> None:
+        with self._guard() as conn:
+            conn.execute(self._sql(_JOB_END), (why, thread_id, job_id))
+
+    def job_rows(self, thread_id: str) -> list[JobRow]:
+        with self._guard() as conn:
+            rows = conn.execute(self._sql(_JOB_ROWS), (thread_id,)).fetchall()
+        return [JobRow(row["job_id"], row["command"], row["marker"], row["owner"], row["ended"])
+                for row in rows]
+
     def delete_thread(self, thread_id: str) -> None:
         """Forget every command of `thread_id` (with its checkpoints, when a thread is deleted)."""
         with self._guard() as conn:
             conn.execute(self._sql(_DELETE), (thread_id,))
+            conn.execute(self._sql(_JOBS_DELETE), (thread_id,))
 
     def close(self) -> None:
         with self._lock:
@@ -239,6 +298,9 @@ def _create_table(conn: psycopg.Connection[Any]) -> None:
     for column in (c for c in _ADDED_COLUMNS if c not in have):
         with suppress(psycopg.errors.UniqueViolation, psycopg.errors.DuplicateColumn):
             conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS {column} TEXT")
+    for schema in (_SCHEMA, _JOBS_SCHEMA):
+        with suppress(psycopg.errors.UniqueViolation):
+            conn.execute(schema.format(real="DOUBLE PRECISION"))
 
 
 AnyJournal = SqliteJournal | PostgresJournal

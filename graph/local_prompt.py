@@ -117,11 +117,19 @@ def _ai_text(message: AIMessage, commands: dict[str, str]) -> str:
 
 
 def _describe_tools(tools: Sequence[dict[str, Any]]) -> str:
-    lines = []
+    """The tools the reply format can call; the others (the background-job tools, which take a
+    `job_id`) are named as unavailable, since the system prompt may mention them."""
+    lines, callable_names, others = [], tool_names(tools), []
     for tool in tools:
         function = tool.get("function", {})
+        if function.get("name") not in callable_names:
+            others.append(str(function.get("name")))
+            continue
         description = str(function.get("description", "")).strip().split("\n")[0]
         lines.append(f"Tool `{function.get('name')}`: {clip(description, 200)}")
+    if others:
+        lines.append(f"Not available in this reply format: {', '.join(others)} and background "
+                     "jobs; run every command in the foreground.")
     return "\n".join(lines)
 
 

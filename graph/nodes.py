@@ -7,6 +7,7 @@ graph serves invoke, stream, ainvoke and astream.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
@@ -23,6 +24,7 @@ from bashgraph.graph.replies import UNENCODABLE_ARGS, encodable_reply
 from bashgraph.graph.routing import decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
+from bashgraph.tools.handover import in_thread
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
 
 
@@ -78,18 +80,25 @@ class LoopNodes:
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        self.executor.jobs.recover(thread_of(config))  # jobs a dead worker left (graph/jobs.py)
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        return fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
+        update = fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
+        return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        thread = thread_of(config)
+        if self.executor.jobs.needs_recovery(thread):
+            await in_thread(asyncio.get_running_loop(), functools.partial(self.executor.jobs.recover, thread))
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
         if limit:
-            return fresh | limit
-        return fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+            update = fresh | limit
+        else:
+            update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+        return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
         return [SystemMessage(self.config.system_prompt), *state.get("messages", [])]
@@ -143,7 +152,7 @@ class LoopNodes:
     ) -> CommandResult:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
-        result = self.executor.run(call, cwd, ctx, live) if _is_valid(call) else _invalid(call)
+        result = self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call)
         emit(end_event(call, result))
         return result
 
@@ -152,7 +161,7 @@ class LoopNodes:
     ) -> CommandResult:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
-        result = await self.executor.arun(call, cwd, ctx, live) if _is_valid(call) else _invalid(call)
+        result = await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call)
         emit(end_event(call, result))
         return result
 
@@ -166,17 +175,39 @@ class LoopNodes:
         }
 
     # -- route ------------------------------------------------------------------------------
-    def route(self, state: AgentState) -> dict[str, Any]:
+    def route(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         messages = state.get("messages", [])
         reply = last_ai_message(messages)
         reply_id = (reply.id or "") if reply is not None else ""
         view, base = routing_view(state, reply_id)
         decision = decide_after_tools([result for _, result in latest_results(messages)], view, self.config)
-        return {
+        update = {
             "next_hop": decision.hop, **asdict(decision.counters), "failures": decision.failures,
             "status": decision.status, "reason": decision.reason, "routed_reply": reply_id,
             "route_base": base,
         }
+        return end_jobs_if_final(self.executor, update, config)
+
+
+def end_jobs_if_final(executor: Executor, update: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    """When `update` ends the run (a final status), stop the run's background jobs first."""
+    if update.get("status") in FINAL_STATUSES:
+        emit = get_stream_writer()
+        for event in executor.jobs.end_run(thread_of(config)):
+            emit(event)
+    return update
+
+
+async def aend_jobs_if_final(
+    executor: Executor, update: dict[str, Any], config: RunnableConfig
+) -> dict[str, Any]:
+    """`end_jobs_if_final` for asyncio: the stopping (which waits) runs in a thread."""
+    if update.get("status") in FINAL_STATUSES:
+        emit = get_stream_writer()
+        stop = functools.partial(executor.jobs.end_run, thread_of(config))
+        for event in await in_thread(asyncio.get_running_loop(), stop):
+            emit(event)
+    return update
 
 
 def tool_messages(

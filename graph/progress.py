@@ -207,6 +207,8 @@ class PlainRenderer:
             yield f"$ {event.get('command')}"
         elif kind == "command_end":
             yield f"  [{badge(event)}] {duration(event)} `{event.get('command')}`"
+        elif kind in ("job_start", "job_end"):
+            yield job_line(event)
         elif kind == "node":
             yield from self._node_lines(event)
         elif kind == "answer":
@@ -238,6 +240,13 @@ class PlainRenderer:
 
     def close(self) -> None:
         self.out.flush()
+
+
+def job_line(event: Mapping[str, Any]) -> str:
+    """A background job started (its pid and command) or ended (its state)."""
+    if event["event"] == "job_start":
+        return f"  job {event.get('job_id')} started (pid {event.get('pid')}): `{event.get('command')}`"
+    return f"  job {event.get('job_id')}: {event.get('state')}"
 
 
 def end_lines(event: Mapping[str, Any]) -> Iterable[str]:

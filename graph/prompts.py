@@ -17,6 +17,7 @@ Every tool result tells you how the command ended:
   and explain.
 - [args error] ...: your tool call itself was malformed; fix the arguments.
 Long outputs are cut in the middle; the marker names a file holding the whole output.
+Servers and watchers: see the `background` argument and the `bash_output`/`bash_kill` tools.
 """
 
 

@@ -21,6 +21,7 @@ from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
 from bashgraph.graph.nodes import (
     end_event,
+    end_jobs_if_final,
     next_cwd,
     output_events,
     start_event,
@@ -67,7 +68,7 @@ class RecoveryNodes:
         results = []
         for call, cwd in reruns:
             emit(start_event(call, cwd))
-            results.append(self.executor.run(call, cwd, ctx, output_events(call, emit)))
+            results.append(self.executor.run(call, cwd, ctx, output_events(call, emit), emit))
             emit(end_event(call, results[-1]))
         return self._retry_update(state, [call for call, _ in reruns], results, ctx)
 
@@ -78,7 +79,7 @@ class RecoveryNodes:
         for call, cwd in reruns:
             emit(start_event(call, cwd))
         results = await asyncio.gather(*(
-            self.executor.arun(call, cwd, ctx, output_events(call, emit)) for call, cwd in reruns
+            self.executor.arun(call, cwd, ctx, output_events(call, emit), emit) for call, cwd in reruns
         ))
         for (call, _), result in zip(reruns, results, strict=True):
             emit(end_event(call, result))
@@ -119,7 +120,13 @@ class RecoveryNodes:
         }
 
     # -- escalate ---------------------------------------------------------------------------
-    def escalate(self, state: AgentState) -> Command[str]:
+    def escalate(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+        command = self._escalate(state)
+        if command.goto == "__end__":
+            end_jobs_if_final(self.executor, command.update or {}, config)
+        return command
+
+    def _escalate(self, state: AgentState) -> Command[str]:
         faults = environment_faults(state)
         summary = "; ".join(f"`{r.command}`: {r.spawn_error} ({r.detail})" for r in faults)
         policy = self.config.on_environment_error

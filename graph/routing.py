@@ -19,6 +19,7 @@ from bashgraph.graph.state import (
     last_ai_message,
 )
 from bashgraph.tools.bash_tool import checkable_command
+from bashgraph.tools.job_tools import JOB_TOOL_NAMES
 from bashgraph.tools.policy import Policy
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
 
@@ -158,7 +159,9 @@ def next_after_agent(state: AgentState, policy: Policy | None = None) -> Literal
         return "approve"
     cwd = state.get("cwd")
     # Only valid commands reach the rules: an invalid one (too long…) goes on to its args_error.
-    commands = [checkable_command(call["args"]) for call in message.tool_calls]
+    # The job tools run no command (a background command is a `bash` call, checked here).
+    commands = [checkable_command(call["args"]) for call in message.tool_calls
+                if call["name"] not in JOB_TOOL_NAMES]
     if all(c is not None and policy.decide(c, cwd).action == "allow" for c in commands):
         return "tools"
     return "approve"

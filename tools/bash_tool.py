@@ -31,8 +31,12 @@ DEFAULT_MAX_COMMAND_BYTES = MAX_COMMAND_BYTES
 DEFAULT_RENDER_CHARS = 20_000
 #: The arguments, as the model should send them; quoted in every args_error.
 BASH_TOOL_SCHEMA_TEXT = '{"command": "<shell command>", "timeout": <optional seconds>}'
+#: The same, where background jobs are offered (the agent graph).
+BASH_JOB_SCHEMA_TEXT = ('{"command": "<shell command>", "timeout": <optional seconds>, '
+                        '"background": <optional true>}')
 
 _ALLOWED_KEYS = ("command", "timeout")
+_JOB_KEYS = ("command", "timeout", "background")
 #: Carries a tool input that was neither a string nor an object through LangChain to validation.
 _RAW_INPUT_KEY = "__bashgraph_raw_input__"
 
@@ -42,6 +46,10 @@ DESCRIPTION = (
     "tree after `timeout` seconds (default {default:g}, at most {limit:g}). stdout is shown "
     "first, then stderr tagged [stderr]; a non-zero exit shows [exit code N]. Long output keeps "
     "its beginning and end; the full text is saved to the file path shown in the marker."
+)
+BACKGROUND_DESCRIPTION = (
+    " Only a command that never ends by itself (a server, a watcher) takes `background: true`: "
+    "it then runs as a job and the call returns its job id at once."
 )
 
 
@@ -54,6 +62,7 @@ class BashArgs(BaseModel):
     timeout: float | None = Field(
         default=None, description="Seconds before the command is killed (optional)."
     )
+    background: bool = Field(default=False, description="Run as a background job (optional).")
 
 
 def validate_bash_args(
@@ -61,17 +70,24 @@ def validate_bash_args(
     *,
     max_timeout: float = DEFAULT_MAX_TIMEOUT,
     max_command_bytes: int = DEFAULT_MAX_COMMAND_BYTES,
+    background: bool = False,
 ) -> BashArgs | CommandResult:
-    """`BashArgs` for valid tool arguments, else an args_error CommandResult. Never raises."""
+    """`BashArgs` for valid tool arguments, else an args_error CommandResult. Never raises.
+
+    `background`: the `background` argument is allowed (where background jobs are offered).
+    """
+    keys = _JOB_KEYS if background else _ALLOWED_KEYS
     try:
-        problem, command = _problem(raw, max_timeout, max_command_bytes)
+        problem, command = _problem(raw, max_timeout, max_command_bytes, keys)
     except Exception as exc:  # a safety net: no input may crash the tool
         problem, command = f"arguments could not be read ({type(exc).__name__})", ""
     if problem is not None:
-        return args_error(f"{problem}. Expected {BASH_TOOL_SCHEMA_TEXT}", command)
+        expected = BASH_JOB_SCHEMA_TEXT if background else BASH_TOOL_SCHEMA_TEXT
+        return args_error(f"{problem}. Expected {expected}", command)
     assert isinstance(raw, Mapping)
     timeout = raw.get("timeout")
-    return BashArgs(command=command, timeout=None if timeout is None else float(timeout))
+    return BashArgs(command=command, timeout=None if timeout is None else float(timeout),
+                    background=raw.get("background") is True)
 
 
 def checkable_command(raw: object, max_command_bytes: int = DEFAULT_MAX_COMMAND_BYTES) -> str | None:
@@ -86,19 +102,23 @@ def checkable_command(raw: object, max_command_bytes: int = DEFAULT_MAX_COMMAND_
     return None
 
 
-def _problem(raw: object, max_timeout: float, max_bytes: int) -> tuple[str | None, str]:
+def _problem(raw: object, max_timeout: float, max_bytes: int,
+             keys: tuple[str, ...] = _ALLOWED_KEYS) -> tuple[str | None, str]:
     """The first thing wrong with `raw` (None if nothing), and the command when it is a string."""
     if not isinstance(raw, Mapping):
         return f"arguments must be an object, got {_type_name(raw)}", ""
     command = raw.get("command")
     text = command if isinstance(command, str) else ""
-    unknown = [key for key in raw if key not in _ALLOWED_KEYS]
+    unknown = [key for key in raw if key not in keys]
     if unknown:
-        return f"unknown argument {_quote(unknown[0])} (allowed: command, timeout)", text
+        return f"unknown argument {_quote(unknown[0])} (allowed: {', '.join(keys)})", text
     if "command" not in raw:
         return "'command' is required", text
     if not isinstance(command, str):
         return f"'command' must be a string, got {_type_name(command)}", text
+    background = raw.get("background", False)
+    if not isinstance(background, bool):
+        return f"'background' must be true or false, got {_type_name(background)}", text
     return _command_problem(command, max_bytes) or _timeout_problem(raw, max_timeout), text
 
 
@@ -141,9 +161,9 @@ def _quote(key: object) -> str:
     return f"{key!r:.40}"
 
 
-def json_schema(max_timeout: float = DEFAULT_MAX_TIMEOUT) -> dict[str, Any]:
-    """The arguments' JSON schema, as the model sees it."""
-    return {
+def json_schema(max_timeout: float = DEFAULT_MAX_TIMEOUT, background: bool = False) -> dict[str, Any]:
+    """The arguments' JSON schema, as the model sees it (with `background` where jobs exist)."""
+    schema = {
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The shell command to run."},
@@ -156,6 +176,13 @@ def json_schema(max_timeout: float = DEFAULT_MAX_TIMEOUT) -> dict[str, Any]:
         "required": ["command"],
         "additionalProperties": False,
     }
+    if background:
+        schema["properties"]["background"] = {  # type: ignore[index]
+            "type": "boolean",
+            "description": "Only for a command that never ends by itself (a server, a watcher): "
+                           "run it as a background job. Leave it out otherwise.",
+        }
+    return schema
 
 
 class _BashTool(StructuredTool):
@@ -196,9 +223,14 @@ def make_bash_tool(
     max_timeout: float = DEFAULT_MAX_TIMEOUT,
     max_command_bytes: int = DEFAULT_MAX_COMMAND_BYTES,
     render_chars: int | None = DEFAULT_RENDER_CHARS,
+    background: bool = False,
     **run_defaults: Any,
 ) -> BaseTool:
-    """The `bash` tool; `run_defaults` are keyword arguments of `run_command` (cwd, env, ...)."""
+    """The `bash` tool; `run_defaults` are keyword arguments of `run_command` (cwd, env, ...).
+
+    `background=True` only describes the `background` argument (the agent graph's Executor runs
+    such calls as jobs); the tool itself runs commands in the foreground.
+    """
     default_timeout = run_defaults.pop("timeout", None)
     _check_run_defaults(run_defaults)
 
@@ -227,8 +259,9 @@ def make_bash_tool(
     limit = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
     return _BashTool(
         name=name,
-        description=DESCRIPTION.format(default=limit, limit=max_timeout),
-        args_schema=json_schema(max_timeout),
+        description=DESCRIPTION.format(default=limit, limit=max_timeout)
+        + (BACKGROUND_DESCRIPTION if background else ""),
+        args_schema=json_schema(max_timeout, background),
         func=run,
         coroutine=arun,
         response_format="content_and_artifact",

@@ -72,6 +72,11 @@ class Reaper:
                 _send(pid, self._pidfds[pid], sig)
         return not fresh
 
+    @property
+    def found(self) -> int:
+        """How many processes were found (and signalled) so far."""
+        return len(self._pidfds)
+
     def close(self) -> None:
         for pidfd in self._pidfds.values():
             if pidfd >= 0:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 POSTGRES_ENV = "BASHGRAPH_TEST_POSTGRES"
-_TABLES = ("checkpoint_writes", "checkpoint_blobs", "checkpoints", "bashgraph_journal")
+_TABLES = ("checkpoint_writes", "checkpoint_blobs", "checkpoints", "bashgraph_journal",
+           "bashgraph_jobs")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from proctools import cancel_once_started, gone_within, read_pids
 
 from bashgraph.graph.build import build_graph
@@ -197,3 +197,31 @@ def test_the_graph_built_and_run_on_the_loop_makes_no_blocking_call(tmp_path: Pa
 
     run_strict(cancelled_run)
     assert all(gone_within(pid, 1) for pid in read_pids(pids))
+
+
+@pytest.mark.parametrize("ending", ["done", "step limit", "environment fault"])
+def test_background_jobs_start_read_and_stop_off_the_loop(tmp_path: Path, ending: str) -> None:
+    """ainvoke: a job starts, is read, and is still running when the run ends — in `agent`
+    (done, the step limit) or `escalate` (an environment fault): nothing blocks the loop."""
+    pid_file = tmp_path / "job-pid"
+    start = AIMessage(content="", tool_calls=[ToolCall(
+        name="bash", args={"command": f"echo $$ > {pid_file}; exec sleep 300", "background": True},
+        id="start", type="tool_call")])
+    read = AIMessage(content="", tool_calls=[ToolCall(
+        name="bash_output", args={"job_id": "job-1"}, id="read", type="tool_call")])
+    last = {"done": answer("done"), "step limit": answer("unused"),
+            "environment fault": AIMessage(content="", tool_calls=[call("sleep 5", timeout=0.2)])}
+    model = ScriptedChatModel([start, read, last[ending]])
+    config = AgentConfig(workdir=str(tmp_path), approval="never", grace_s=0.2,
+                         on_environment_error="stop", max_steps=2 if ending == "step limit" else 50,
+                         spill_dir=str(tmp_path / "spill"))
+
+    async def run_graph() -> dict[str, Any]:
+        agent = build_graph(model=model, config=config)
+        state: dict[str, Any] = await agent.ainvoke({"messages": [HumanMessage("go")]})
+        return state
+
+    state = run_strict(run_graph)
+    assert state["status"] == {"done": "done", "step limit": "failed",
+                               "environment fault": "environment_fault"}[ending]
+    assert gone_within(read_pids(pid_file)[0], 1)
