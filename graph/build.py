@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -13,11 +14,21 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from bashgraph.graph.approval import ApprovalNode, make_policy
+from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor, Journal
 from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes
-from bashgraph.graph.routing import next_after_agent, next_after_route
+from bashgraph.graph.routing import (
+    AGENT_EDGES,
+    ESCALATE_EDGES,
+    ROUTE_EDGES,
+    TOOLS_EDGES,
+    labelled,
+    next_after_agent,
+    next_after_route,
+    next_after_tools,
+)
 from bashgraph.graph.state import AgentState
 from bashgraph.tools.bash_tool import make_bash_tool
 
@@ -37,27 +48,35 @@ def build_graph(
     """Compile the agent. `journal` makes resumes exactly-once (see graph/journal.py and graph/session.py)."""
     config = config or AgentConfig()
     executor = Executor(config, journal)
-    loop = LoopNodes(model.bind_tools([make_bash_tool()]), config, executor)
+    checker = Checker(make_policy(config))
+    loop = LoopNodes(model.bind_tools([make_bash_tool()]), config, executor, checker)
     recovery = RecoveryNodes(config, executor)
     builder = StateGraph(AgentState)
     builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))
-    policy = make_policy(config)
-    builder.add_node("approve", ApprovalNode(config, policy))
+    builder.add_node("approve", ApprovalNode(config, checker))
     builder.add_node("tools", RunnableLambda(loop.tools, afunc=loop.atools, name="tools"))
     builder.add_node("route", loop.route)
     builder.add_node("retry", RunnableLambda(recovery.retry, afunc=recovery.aretry, name="retry"))
     builder.add_node("replan", recovery.replan)
-    builder.add_node("escalate", recovery.escalate, destinations=("retry", "agent", "__end__"))
+    builder.add_node("escalate", recovery.escalate, destinations=ESCALATE_EDGES)
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges(
-        "agent", functools.partial(next_after_agent, policy=policy), ["approve", "tools", "__end__"]
-    )
+    # Each routed edge answers with its label (the outcome that takes it), so drawings name them.
+    after_agent = functools.partial(next_after_agent, checker=checker)
+    after_agent.__name__ = "next_after_agent"  # type: ignore[attr-defined]
+    _add_labelled_edges(builder, "agent", after_agent, AGENT_EDGES)
     builder.add_edge("approve", "tools")
-    builder.add_edge("tools", "route")
+    _add_labelled_edges(builder, "tools", next_after_tools, TOOLS_EDGES)
     builder.add_edge("retry", "route")
-    builder.add_conditional_edges("route", next_after_route)
+    _add_labelled_edges(builder, "route", next_after_route, ROUTE_EDGES)
     builder.add_edge("replan", "agent")
     return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
+
+
+def _add_labelled_edges(
+    builder: StateGraph[AgentState], source: str, edge: Callable[[AgentState], str], labels: dict[str, str]
+) -> None:
+    """Conditional edges out of `source`, each drawn with the label of the outcomes taking it."""
+    builder.add_conditional_edges(source, labelled(edge, labels), {label: target for target, label in labels.items()})
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:
