@@ -147,11 +147,21 @@ class Executor:
         setup = self._setup
         if setup is None:
             setup = await in_thread(asyncio.get_running_loop(), self.setup)
-        plan = self._begin(call, cwd, ctx)
+        if self.journal is None:
+            plan = self._begin(call, cwd, ctx)
+        else:
+            # Journal writes (a fsynced commit) run in a thread, never on the loop: an async saver
+            # on the same SQLite file holds its write lock across awaits, so a journal write
+            # blocking the loop would wait for a lock only the loop can release ("database is
+            # locked" once the busy timeout ends), and would stall every other run meanwhile.
+            plan = await asyncio.to_thread(self._begin, call, cwd, ctx)
         if isinstance(plan, CommandResult):
             return plan
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
-        return self._finish(plan, await arun_command(**kwargs))
+        result = await arun_command(**kwargs)
+        if self.journal is None:
+            return self._finish(plan, result)
+        return await asyncio.to_thread(self._finish, plan, result)
 
     def _look_up(self) -> Setup:
         config = self.config
