@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -52,11 +52,11 @@ def build_graph(
     loop = LoopNodes(model.bind_tools([make_bash_tool()]), config, executor, checker)
     recovery = RecoveryNodes(config, executor)
     builder = StateGraph(AgentState)
-    builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))
+    builder.add_node("agent", dual_node(loop.agent, loop.aagent, "agent"))
     builder.add_node("approve", ApprovalNode(config, checker))
-    builder.add_node("tools", RunnableLambda(loop.tools, afunc=loop.atools, name="tools"))
+    builder.add_node("tools", dual_node(loop.tools, loop.atools, "tools"))
     builder.add_node("route", loop.route)
-    builder.add_node("retry", RunnableLambda(recovery.retry, afunc=recovery.aretry, name="retry"))
+    builder.add_node("retry", dual_node(recovery.retry, recovery.aretry, "retry"))
     builder.add_node("replan", recovery.replan)
     builder.add_node("escalate", recovery.escalate, destinations=ESCALATE_EDGES)
     builder.add_edge(START, "agent")
@@ -70,6 +70,20 @@ def build_graph(
     _add_labelled_edges(builder, "route", next_after_route, ROUTE_EDGES)
     builder.add_edge("replan", "agent")
     return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
+
+
+def dual_node(func: Callable[..., Any], afunc: Callable[..., Any], name: str) -> Runnable[Any, Any]:
+    """A node with a sync and an async form (invoke and ainvoke each run their own).
+
+    LangGraph's RunnableCallable (what `create_agent` uses for its nodes) reads the functions'
+    signatures once; `RunnableLambda` reads them at every call and opens a nested traced run, a
+    measurable share of a step. It is internal to LangGraph, hence the fallback.
+    """
+    try:
+        from langgraph._internal._runnable import RunnableCallable
+    except ImportError:  # moved in another LangGraph version
+        return RunnableLambda(func, afunc=afunc, name=name)
+    return cast(Runnable[Any, Any], RunnableCallable(func, afunc, name=name, trace=False))
 
 
 def _add_labelled_edges(
