@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -32,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,22 +87,39 @@ def config(workdir: str, steps: int) -> AgentConfig:
     return AgentConfig(workdir=workdir, max_steps=steps + 5)
 
 
-def timed(go: Callable[[], object]) -> float:
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class Sample:
+    """Seconds of wall time, and of CPU time of this process and the commands it waited for."""
+
+    wall: float
+    cpu: float
+
+
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(go: Callable[[], object]) -> Sample:
+    cpu, started = cpu_seconds(), time.perf_counter()
     go()
-    return time.perf_counter() - started
+    return Sample(time.perf_counter() - started, cpu_seconds() - cpu)
 
 
-def interleaved(rounds: int, ours: Callable[[int], float], anchor: Callable[[int], float]) -> tuple[float, float]:
-    """Median seconds of each side over `rounds`, alternating which goes first."""
-    mine: list[float] = []
-    theirs: list[float] = []
+def interleaved(rounds: int, ours: Callable[[int], Sample], anchor: Callable[[int], Sample]) -> tuple[Sample, Sample]:
+    """Median of each side over `rounds`, alternating which goes first."""
+    mine: list[Sample] = []
+    theirs: list[Sample] = []
     ours(-1), anchor(-1)  # warm-up: imports, first compile, page cache
     for index in range(rounds):
         pair = [(mine, ours), (theirs, anchor)]
         for samples, side in pair if index % 2 == 0 else reversed(pair):
             samples.append(side(index))
-    return statistics.median(mine), statistics.median(theirs)
+    return median(mine), median(theirs)
+
+
+def median(samples: list[Sample]) -> Sample:
+    return Sample(statistics.median(s.wall for s in samples), statistics.median(s.cpu for s in samples))
 
 
 def verdict(ratio: float, target: float) -> str:
@@ -108,30 +127,30 @@ def verdict(ratio: float, target: float) -> str:
 
 
 # -- 1 and 2: per step ----------------------------------------------------------------------
-def plain_ours(steps: int, workdir: str) -> Callable[[int], float]:
-    def go(_: int) -> float:
+def plain_ours(steps: int, workdir: str) -> Callable[[int], Sample]:
+    def go(_: int) -> Sample:
         agent = build_graph(model=ScriptedChatModel(script(steps, "true")), config=config(workdir, steps))
         return timed(lambda: agent.invoke(task()))
     return go
 
 
-def plain_anchor(steps: int) -> Callable[[int], float]:
-    def go(_: int) -> float:
+def plain_anchor(steps: int) -> Callable[[int], Sample]:
+    def go(_: int) -> Sample:
         agent = create_agent(ScriptedChatModel(script(steps, "true")), [bash])
         return timed(lambda: agent.invoke(task()))
     return go
 
 
-def sqlite_ours(steps: int, workdir: str, db: Path) -> Callable[[int], float]:
-    def go(index: int) -> float:
+def sqlite_ours(steps: int, workdir: str, db: Path) -> Callable[[int], Sample]:
+    def go(index: int) -> Sample:
         model = ScriptedChatModel(script(steps, "true"))
         with open_session(str(db), model=model, config=config(workdir, steps)) as session:
             return timed(lambda: [None for _ in session.run(task(), f"ours-{index}")])
     return go
 
 
-def sqlite_anchor(steps: int, db: Path) -> Callable[[int], float]:
-    def go(index: int) -> float:
+def sqlite_anchor(steps: int, db: Path) -> Callable[[int], Sample]:
+    def go(index: int) -> Sample:
         conn = sqlite3.connect(db, check_same_thread=False)
         try:
             saver = SqliteSaver(conn)
@@ -157,22 +176,41 @@ def journal_ms_per_command(db: Path, commands: int) -> float:
         journal.close()
 
 
+def session_ms(calls: int) -> tuple[float, float]:
+    """`true` through subprocess.run, without and with a new session (as every command of
+    ours gets, so a kill reaches its whole tree): with the kernel's autogroup scheduling, each
+    new session is a scheduling group of its own, which waits its turn on a busy machine."""
+    plain: list[float] = []
+    session: list[float] = []
+    for _ in range(calls):
+        for samples, new in ((plain, False), (session, True)):
+            started = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"], capture_output=True, check=False, start_new_session=new)
+            samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(plain), statistics.median(session)
+
+
 def per_step(steps: int, rounds: int) -> None:
     print(f"\n1-2. per model step ({steps}-step runs, one `true` per step; median of {rounds} interleaved rounds)")
     with tempfile.TemporaryDirectory() as tmp:
         mine, theirs = interleaved(rounds, plain_ours(steps, tmp), plain_anchor(steps))
-        report("no checkpointer", mine / steps, theirs / steps, TARGET_STEP)
+        report("no checkpointer", mine, theirs, steps, TARGET_STEP)
         ours_db, base_db = Path(tmp, "ours.sqlite"), Path(tmp, "base.sqlite")
         mine, theirs = interleaved(rounds, sqlite_ours(steps, tmp, ours_db), sqlite_anchor(steps, base_db))
-        report("SQLite (+journal, lock)", mine / steps, theirs / steps, TARGET_SQLITE_STEP)
+        report("SQLite (+journal, lock)", mine, theirs, steps, TARGET_SQLITE_STEP)
         journal = journal_ms_per_command(Path(tmp, "journal.sqlite"), 5 * steps)
         print(f"   of which the journal (fsynced start + finish row): {journal:.2f} ms per command")
+    plain, session = session_ms(20 * steps)
+    print(f"   `true` through subprocess.run: {plain:.2f} ms; in a new session: {session:.2f} ms"
+          f" (the machine's cost of a session per command, in wall time)")
 
 
-def report(label: str, mine_s: float, theirs_s: float, target: float) -> None:
-    ratio = mine_s / theirs_s
-    print(f"   {label:24} bashgraph {mine_s * 1000:6.2f} ms   create_agent {theirs_s * 1000:6.2f} ms"
+def report(label: str, mine: Sample, theirs: Sample, steps: int, target: float) -> None:
+    ratio, ms = mine.wall / theirs.wall, 1000 / steps
+    print(f"   {label:24} bashgraph {mine.wall * ms:6.2f} ms   create_agent {theirs.wall * ms:6.2f} ms"
           f"   ratio {ratio:.2f}x   {verdict(ratio, target)}")
+    print(f"   {'':24} CPU (own + commands) {mine.cpu * ms:6.2f} ms   {theirs.cpu * ms:6.2f} ms"
+          f"   ratio {mine.cpu / theirs.cpu:.2f}x")
 
 
 # -- 3: concurrency -------------------------------------------------------------------------
@@ -215,12 +253,12 @@ def concurrent_anchor(runs: int, steps: int, command: str, sqlite: bool) -> Star
     return start
 
 
-async def wall(start: Starter, tmp: str) -> float:
+async def wall(start: Starter, tmp: str) -> Sample:
     async with AsyncExitStack() as stack:
         runs = await start(stack, tmp)
-        started = time.perf_counter()
+        cpu, started = cpu_seconds(), time.perf_counter()
         await asyncio.gather(*(go() for go in runs))
-        return time.perf_counter() - started
+        return Sample(time.perf_counter() - started, cpu_seconds() - cpu)
 
 
 async def concurrency(runs: int, steps: int, sleep_s: float, rounds: int) -> None:
@@ -230,18 +268,20 @@ async def concurrency(runs: int, steps: int, sleep_s: float, rounds: int) -> Non
           f" median of {rounds} interleaved rounds)")
     with tempfile.TemporaryDirectory() as tmp:
         for label, sqlite in (("no checkpointer", False), ("SQLite (+journal)", True)):
-            mine: list[float] = []
-            theirs: list[float] = []
+            mine: list[Sample] = []
+            theirs: list[Sample] = []
             for index in range(rounds):
                 pair = [(mine, concurrent_ours), (theirs, concurrent_anchor)]
                 for samples, side in pair if index % 2 == 0 else reversed(pair):
                     samples.append(await wall(side(runs, steps, command, sqlite), tmp))
-            ours_s, base_s = statistics.median(mine), statistics.median(theirs)
-            ratio = ours_s / base_s
-            print(f"   {label:18} bashgraph {ours_s:5.2f} s ({ours_s / ideal:.2f}x ideal)"
-                  f"   create_agent {base_s:5.2f} s ({base_s / ideal:.2f}x ideal)   ratio {ratio:.2f}x")
+            ours_s, base_s = median(mine), median(theirs)
+            ratio = ours_s.wall / base_s.wall
+            print(f"   {label:18} bashgraph {ours_s.wall:5.2f} s ({ours_s.wall / ideal:.2f}x ideal)"
+                  f"   create_agent {base_s.wall:5.2f} s ({base_s.wall / ideal:.2f}x ideal)   ratio {ratio:.2f}x")
             print(f"   {'':18} {verdict(ratio, TARGET_CONCURRENT_ANCHOR)} (anchor);"
-                  f" {verdict(ours_s / ideal, TARGET_CONCURRENT_IDEAL)} (ideal)")
+                  f" {verdict(ours_s.wall / ideal, TARGET_CONCURRENT_IDEAL)} (ideal)")
+            print(f"   {'':18} CPU (own + commands) {ours_s.cpu:5.2f} s   {base_s.cpu:5.2f} s"
+                  f"   ratio {ours_s.cpu / base_s.cpu:.2f}x")
 
 
 def main() -> None:
