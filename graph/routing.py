@@ -153,7 +153,7 @@ AGENT_EDGES: Final = {
 }
 TOOLS_EDGES: Final = {"agent": "ok", "route": "exit_error / spawn_error / args_error / denied"}
 ROUTE_EDGES: Final = {
-    "agent": "exit_error / args_error / denied",
+    "agent": "exit_error / args_error / denied / ok after retry",
     "replan": "exit_error ×N / repeat",
     "retry": "transient spawn_error",
     "escalate": "other spawn_error / retries spent",
