@@ -1,6 +1,7 @@
 """The `approve` node: approval rules before any command runs.
 
-Each call of a model reply is checked by the policy (deny → ask → allow). Denied calls are
+Each call of a model reply is checked by the policy (deny → ask → allow) once, by `agent` when
+the reply arrives (graph/checks.py); `approve` uses those checks. Denied calls are
 answered at once with `spawn_error/denied` (they never ran). Calls that need a person are put
 to one LangGraph `interrupt()` for the whole batch; the answer approves, rejects (with a
 message for the model) or edits (a changed command runs instead). `tools` then runs only the
@@ -15,11 +16,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langgraph.types import interrupt
 
+from bashgraph.graph.checks import Check, Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.nodes import pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
-from bashgraph.tools.bash_tool import checkable_command
-from bashgraph.tools.policy import Decision, Policy, load_policy
+from bashgraph.tools.policy import Policy, load_policy
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 
 APPROVAL_CHOICES = ("approve", "reject", "edit")
@@ -42,26 +43,22 @@ def make_policy(config: AgentConfig) -> Policy:
 class ApprovalNode:
     """Decides, asks and answers; holds no state between runs (the answers live in state)."""
 
-    def __init__(self, config: AgentConfig, policy: Policy) -> None:
+    def __init__(self, config: AgentConfig, checker: Checker) -> None:
         self.config = config
-        self.policy = policy
+        self.checker = checker
 
     def __call__(self, state: AgentState) -> dict[str, Any]:
         message = last_ai_message(state.get("messages", []))
         if message is None:
             return {}
-        decided = [(call, self._decide(call, state.get("cwd"))) for call in pending_calls(message)]
-        asked = [(call, d) for call, d in decided if d is not None and d.action == "ask"]
+        # The checks `agent` made (an invalid call has none: `tools` answers it with an args error).
+        cwd, checks = state.get("cwd"), state.get("policy_checks")
+        decided = [(call, self.checker.check_of(call, cwd, checks)) for call in pending_calls(message)]
+        asked = [(call, d) for call, d in decided if d is not None and d["action"] == "ask"]
         verdicts = self._ask(asked) if asked else {}
         return self._update(message, decided, verdicts)
 
-    def _decide(self, call: ToolCall, cwd: str | None) -> Decision | None:
-        command = checkable_command(call["args"])
-        if command is None:
-            return None  # invalid arguments (empty, too long…): `tools` answers with an args error
-        return self.policy.decide(command, cwd)
-
-    def _ask(self, asked: list[tuple[ToolCall, Decision]]) -> dict[str, Verdict]:
+    def _ask(self, asked: list[tuple[ToolCall, Check]]) -> dict[str, Verdict]:
         question: dict[str, Any] = {
             "kind": "approval",
             "requests": [approval_request(call, decision) for call, decision in asked],
@@ -77,7 +74,7 @@ class ApprovalNode:
                 question = {**question, "error": str(problem)}
 
     def _update(
-        self, message: AIMessage, decided: list[tuple[ToolCall, Decision | None]],
+        self, message: AIMessage, decided: list[tuple[ToolCall, Check | None]],
         verdicts: dict[str, Verdict],
     ) -> dict[str, Any]:
         answers: list[ToolMessage] = []
@@ -102,21 +99,20 @@ def edited_call(call: ToolCall, command: str | None) -> ToolCall:
     return ToolCall(name=call["name"], args={**call["args"], "command": command}, id=call.get("id"), type="tool_call")
 
 
-def approval_request(call: ToolCall, decision: Decision) -> dict[str, Any]:
+def approval_request(call: ToolCall, check: Check) -> dict[str, Any]:
     """What a person sees for one call (plain values: it goes into the checkpoint)."""
     return {
         "call_id": call.get("id"), "command": call["args"].get("command"),
-        "rule": decision.rule.pattern if decision.rule else None, "reason": decision.reason,
-        "part": decision.part,
+        "rule": check["rule"], "reason": check["reason"], "part": check["part"],
     }
 
 
-def refusal_of(call: ToolCall, decision: Decision | None, verdict: Verdict | None) -> CommandResult | None:
+def refusal_of(call: ToolCall, check: Check | None, verdict: Verdict | None) -> CommandResult | None:
     """The `denied` result of a call a rule or a person refused, else None (it may run)."""
     command = str(call["args"].get("command", ""))
-    if decision is not None and decision.action == "deny":
-        rule = decision.rule.pattern if decision.rule else "policy"
-        return spawn_failure(SpawnErrorKind.DENIED, command, f"denied by rule {rule!r}: {decision.reason}")
+    if check is not None and check["action"] == "deny":
+        rule = check["rule"] or "policy"
+        return spawn_failure(SpawnErrorKind.DENIED, command, f"denied by rule {rule!r}: {check['reason']}")
     if verdict is not None and verdict.action == "reject":
         why = f": {verdict.message}" if verdict.message else ""
         return spawn_failure(SpawnErrorKind.DENIED, command, f"rejected by a person{why}")

@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from bashgraph.graph.approval import ApprovalNode, make_policy
+from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor, Journal
 from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes
-from bashgraph.graph.routing import next_after_agent, next_after_route
+from bashgraph.graph.routing import (
+    AGENT_EDGES,
+    ESCALATE_EDGES,
+    ROUTE_EDGES,
+    TOOLS_EDGES,
+    labelled,
+    next_after_agent,
+    next_after_route,
+    next_after_tools,
+)
 from bashgraph.graph.state import AgentState
 from bashgraph.tools.bash_tool import make_bash_tool
 from bashgraph.tools.job_tools import make_job_tools
@@ -38,28 +49,50 @@ def build_graph(
     """Compile the agent. `journal` makes resumes exactly-once (see graph/journal.py and graph/session.py)."""
     config = config or AgentConfig()
     executor = Executor(config, journal)
+    checker = Checker(make_policy(config))
     tools = [make_bash_tool(max_timeout=config.max_timeout_s, background=True), *make_job_tools()]
-    loop = LoopNodes(model.bind_tools(tools), config, executor)
+    loop = LoopNodes(model.bind_tools(tools), config, executor, checker)
     recovery = RecoveryNodes(config, executor)
     builder = StateGraph(AgentState)
-    builder.add_node("agent", RunnableLambda(loop.agent, afunc=loop.aagent, name="agent"))
-    policy = make_policy(config)
-    builder.add_node("approve", ApprovalNode(config, policy))
-    builder.add_node("tools", RunnableLambda(loop.tools, afunc=loop.atools, name="tools"))
+    builder.add_node("agent", dual_node(loop.agent, loop.aagent, "agent"))
+    builder.add_node("approve", ApprovalNode(config, checker))
+    builder.add_node("tools", dual_node(loop.tools, loop.atools, "tools"))
     builder.add_node("route", loop.route)
-    builder.add_node("retry", RunnableLambda(recovery.retry, afunc=recovery.aretry, name="retry"))
+    builder.add_node("retry", dual_node(recovery.retry, recovery.aretry, "retry"))
     builder.add_node("replan", recovery.replan)
-    builder.add_node("escalate", recovery.escalate, destinations=("retry", "agent", "__end__"))
+    builder.add_node("escalate", recovery.escalate, destinations=ESCALATE_EDGES)
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges(
-        "agent", functools.partial(next_after_agent, policy=policy), ["approve", "tools", "__end__"]
-    )
+    # Each routed edge answers with its label (the outcome that takes it), so drawings name them.
+    after_agent = functools.partial(next_after_agent, checker=checker)
+    after_agent.__name__ = "next_after_agent"  # type: ignore[attr-defined]
+    _add_labelled_edges(builder, "agent", after_agent, AGENT_EDGES)
     builder.add_edge("approve", "tools")
-    builder.add_edge("tools", "route")
+    _add_labelled_edges(builder, "tools", next_after_tools, TOOLS_EDGES)
     builder.add_edge("retry", "route")
-    builder.add_conditional_edges("route", next_after_route)
+    _add_labelled_edges(builder, "route", next_after_route, ROUTE_EDGES)
     builder.add_edge("replan", "agent")
     return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
+
+
+def dual_node(func: Callable[..., Any], afunc: Callable[..., Any], name: str) -> Runnable[Any, Any]:
+    """A node with a sync and an async form (invoke and ainvoke each run their own).
+
+    LangGraph's RunnableCallable (what `create_agent` uses for its nodes) reads the functions'
+    signatures once; `RunnableLambda` reads them at every call and opens a nested traced run, a
+    measurable share of a step. It is internal to LangGraph, hence the fallback.
+    """
+    try:
+        from langgraph._internal._runnable import RunnableCallable
+    except ImportError:  # moved in another LangGraph version
+        return RunnableLambda(func, afunc=afunc, name=name)
+    return cast(Runnable[Any, Any], RunnableCallable(func, afunc, name=name, trace=False))
+
+
+def _add_labelled_edges(
+    builder: StateGraph[AgentState], source: str, edge: Callable[[AgentState], str], labels: dict[str, str]
+) -> None:
+    """Conditional edges out of `source`, each drawn with the label of the outcomes taking it."""
+    builder.add_conditional_edges(source, labelled(edge, labels), {label: target for target, label in labels.items()})
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:

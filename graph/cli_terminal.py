@@ -41,7 +41,8 @@ _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bol
 #: What the run waits for after a node, shown next to the spinner when no command runs.
 _WAITING_AFTER = {"agent": "starting commands", "tools": "routing", "retry": "routing",
                   "route": "waiting for the model"}
-_WAITING_FOR_HOP = {"retry": "waiting before the retry", "escalate": "escalating",
+_WAITING_FOR_HOP = {"agent": "waiting for the model", "route": "routing",
+                    "retry": "waiting before the retry", "escalate": "escalating",
                     "replan": "re-planning", "__end__": "finishing"}
 
 

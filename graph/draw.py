@@ -23,7 +23,7 @@ def draw(agent: Any, format: DrawFormat = "mermaid") -> str | bytes:
     if format == "mermaid":
         return picture.draw_mermaid()
     if format == "ascii":
-        return picture.draw_ascii()
+        return picture.draw_ascii() + ascii_legend(picture)
     if format == "dot":
         return to_dot(picture)
     if format == "png":
@@ -31,17 +31,34 @@ def draw(agent: Any, format: DrawFormat = "mermaid") -> str | bytes:
     raise BashgraphError(f"unknown drawing format {format!r}; choose one of {DRAW_FORMATS}")
 
 
+def ascii_legend(picture: Graph) -> str:
+    """The labels the ASCII art has no room for: which outcome takes each routed edge."""
+    rows = [f"  {e.source.strip('_')} -> {e.target.strip('_')}: {e.data}" for e in picture.edges if e.data]
+    return "\nrouted edges (the outcome that takes each):\n" + "\n".join(rows) + "\n" if rows else ""
+
+
 def to_dot(picture: Graph) -> str:
-    """Graphviz source: solid edges always taken, dashed ones chosen by a router."""
-    lines = ["digraph bashgraph {", "  rankdir=TB;", '  node [shape=box, style=rounded, fontname="Helvetica"];']
+    """Graphviz source: solid edges always taken, dashed ones chosen by a router and labelled
+    with the outcome that takes them."""
+    lines = [
+        "digraph bashgraph {", "  rankdir=TB;", '  node [shape=box, style=rounded, fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+    ]
     for node in picture.nodes.values():
         shape = ", shape=oval" if node.id in ("__start__", "__end__") else ""
         lines.append(f'  "{node.id}" [label="{node.name.strip("_")}"{shape}];')
     for edge in picture.edges:
-        style = " [style=dashed]" if edge.conditional else ""
+        attributes = ["style=dashed"] if edge.conditional else []
+        if edge.data:
+            attributes.append(f'label="{_dot_text(str(edge.data))}"')
+        style = f" [{', '.join(attributes)}]" if attributes else ""
         lines.append(f'  "{edge.source}" -> "{edge.target}"{style};')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def render_png(dot_source: str) -> bytes:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import ToolCall
 
@@ -50,6 +50,8 @@ from bashgraph.tools.sandbox import BwrapSandbox, sandbox_available
 #: Set in each journaled command's environment to its journal row's marker; every process the
 #: command starts inherits it, so a later resume can find them after this process died.
 CALL_MARKER_VAR = "BASHGRAPH_CALL_ID"
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -195,9 +197,8 @@ class Executor:
         if call["name"] in JOB_TOOL_NAMES:
             answer = await in_thread(loop, functools.partial(self._job_tool, call, ctx))
             return self._emitted(answer, on_event)
-        plan = self._begin(call, cwd, ctx)
+        plan = await self._journaled(functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
-            loop = asyncio.get_running_loop()
             swept = await in_thread(loop, functools.partial(self._sweep, plan.entry))
             return _interrupted(plan.entry, swept)
         if isinstance(plan, CommandResult):
@@ -205,9 +206,22 @@ class Executor:
         if plan.background:
             request = self._job_request(plan, setup, setup.process_cwd)
             start = functools.partial(self.jobs.start, request, ctx.thread_id, plan.call_id)
-            return self._finish(plan, self._emitted(await in_thread(loop, start), on_event))
+            started = self._emitted(await in_thread(loop, start), on_event)
+            return await self._journaled(functools.partial(self._finish, plan, started))
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
-        return self._finish(plan, await arun_command(**kwargs))
+        result = await arun_command(**kwargs)
+        return await self._journaled(functools.partial(self._finish, plan, result))
+
+    async def _journaled(self, step: Callable[[], _T]) -> _T:
+        """Run a step that writes the journal: in a thread when there is one, never on the loop.
+
+        An async saver on the same SQLite file holds its write lock across awaits, so a journal
+        write blocking the loop would wait for a lock only the loop can release ("database is
+        locked" once the busy timeout ends), and would stall every other run meanwhile.
+        """
+        if self.journal is None:
+            return step()
+        return await in_thread(asyncio.get_running_loop(), step)
 
     def _job_tool(self, call: ToolCall, ctx: CallContext) -> Answer:
         """`bash_output` / `bash_kill` (blocking), redacted like every result."""

@@ -1,4 +1,5 @@
-"""The main loop's nodes: `agent` (model call), `tools` (run a batch of calls), `route`.
+"""The main loop's nodes: `agent` (model call), `tools` (run a batch of calls), `route`
+(error routing: only a batch with a failure goes there).
 
 Each node has a sync and an async form sharing every line but the blocking call, so one compiled
 graph serves invoke, stream, ainvoke and astream.
@@ -18,10 +19,11 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
+from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
 from bashgraph.graph.replies import UNENCODABLE_ARGS, encodable_reply
-from bashgraph.graph.routing import decide_after_tools, routing_view
+from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
 from bashgraph.tools.handover import in_thread
@@ -73,10 +75,14 @@ def thread_of(config: RunnableConfig) -> str | None:
 class LoopNodes:
     """`agent`, `tools` and `route`, bound to one model, config and executor."""
 
-    def __init__(self, model: Runnable[Any, Any], config: AgentConfig, executor: Executor) -> None:
+    def __init__(
+        self, model: Runnable[Any, Any], config: AgentConfig, executor: Executor,
+        checker: Checker | None = None,
+    ) -> None:
         self.model = model
         self.config = config
         self.executor = executor
+        self.checker = checker
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -115,8 +121,11 @@ class LoopNodes:
         update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
-        else:
-            update["status"] = "running"
+            return update
+        update["status"] = "running"
+        if self.checker is not None:
+            # Checked once here; the edge after `agent` and `approve` read these checks.
+            update["policy_checks"] = self.checker.check_calls(reply.tool_calls, state.get("cwd"))
         return update
 
     # -- tools ------------------------------------------------------------------------------
@@ -130,14 +139,14 @@ class LoopNodes:
             # config from a context variable every time it writes an event.
             with ContextThreadPoolExecutor(max_workers=min(len(calls), 16)) as pool:
                 results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit), calls))
-        return self._batch_update(calls, results, ctx, cwd)
+        return self._batch_update(state, calls, results, ctx, cwd)
 
     async def atools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
         results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit) for call in calls))
-        return self._batch_update(calls, list(results), ctx, cwd)
+        return self._batch_update(state, calls, list(results), ctx, cwd)
 
     def _batch(self, state: AgentState, config: RunnableConfig) -> tuple[list[ToolCall], CallContext]:
         messages = state.get("messages", [])
@@ -166,13 +175,17 @@ class LoopNodes:
         return result
 
     def _batch_update(
-        self, calls: Sequence[ToolCall], results: list[CommandResult], ctx: CallContext,
-        cwd: str | None,
+        self, state: AgentState, calls: Sequence[ToolCall], results: list[CommandResult],
+        ctx: CallContext, cwd: str | None,
     ) -> dict[str, Any]:
-        return {
+        update: dict[str, Any] = {
             "messages": tool_messages(calls, results, self.config.max_output_chars, ctx),
             "cwd": next_cwd(results, cwd),
         }
+        if all(result.ok for result in results) and batch_is_clean(state):
+            # Nothing to route: the model reads the results next (two supersteps per step).
+            return update | after_clean_batch(state)
+        return update | {"next_hop": "route"}
 
     # -- route ------------------------------------------------------------------------------
     def route(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:

@@ -6,9 +6,13 @@ Nothing here reads message text or does I/O, so every branch is a plain unit tes
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from langchain_core.messages import AIMessage, ToolMessage
+
+from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.state import (
     FINAL_STATUSES,
@@ -18,9 +22,7 @@ from bashgraph.graph.state import (
     RunStatus,
     last_ai_message,
 )
-from bashgraph.tools.bash_tool import checkable_command
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES
-from bashgraph.tools.policy import Policy
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
 
 END: Final = "__end__"
@@ -146,30 +148,90 @@ def routing_view(state: AgentState, reply_id: str) -> tuple[AgentState, dict[str
     return view, base
 
 
-def next_after_agent(state: AgentState, policy: Policy | None = None) -> Literal["approve", "tools", "__end__"]:
+#: Drawn labels of the routed edges: which outcome takes each one (`bashgraph graph`).
+AGENT_EDGES: Final = {
+    "tools": "every call allowed", "approve": "ask / deny / invalid call", END: "answer / final status",
+}
+TOOLS_EDGES: Final = {"agent": "ok", "route": "exit_error / spawn_error / args_error / denied"}
+ROUTE_EDGES: Final = {
+    "agent": "exit_error / args_error / denied / ok after retry",
+    "replan": "exit_error ×N / repeat",
+    "retry": "transient spawn_error",
+    "escalate": "other spawn_error / retries spent",
+    END: "args_error ×N / no progress after re-plans",
+}
+ESCALATE_EDGES: Final = {"retry": "answer: retry", "agent": "skip / hint / model told", END: "abort / stop"}
+
+
+def next_after_agent(
+    state: AgentState, checker: Checker | None = None
+) -> Literal["approve", "tools", "__end__"]:
     """After the model: stop (answer or final status), or run its calls — through `approve`
-    unless the policy allows every one of them (a superstep and a checkpoint saved per step)."""
+    unless the policy allows every one of them (a superstep and a checkpoint saved per step).
+
+    The checks are the ones `agent` stored with the reply (made now only if they no longer apply)."""
     if state.get("status", "running") in FINAL_STATUSES:
         return END
     message = last_ai_message(state.get("messages", []))
     if message is None or not (message.tool_calls or message.invalid_tool_calls):
         return END
     # Malformed calls go on too: each one must be answered (with an args error).
-    if policy is None or message.invalid_tool_calls:
+    if checker is None or message.invalid_tool_calls:
         return "approve"
-    cwd = state.get("cwd")
+    cwd, checks = state.get("cwd"), state.get("policy_checks")
     # Only valid commands reach the rules: an invalid one (too long…) goes on to its args_error.
-    # The job tools run no command (a background command is a `bash` call, checked here).
-    commands = [checkable_command(call["args"]) for call in message.tool_calls
-                if call["name"] not in JOB_TOOL_NAMES]
-    if all(c is not None and policy.decide(c, cwd).action == "allow" for c in commands):
-        return "tools"
-    return "approve"
+    for call in message.tool_calls:
+        if call["name"] in JOB_TOOL_NAMES:  # they run no command (a background one is a `bash` call)
+            continue
+        check = checker.check_of(call, cwd, checks)
+        if check is None or check["action"] != "allow":
+            return "approve"
+    return "tools"
+
+
+def batch_is_clean(state: AgentState) -> bool:
+    """Every answer to the newest reply is `ok` (read from the artifacts, never the text)."""
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, AIMessage):
+            return True
+        artifact = message.artifact if isinstance(message, ToolMessage) else None
+        if isinstance(artifact, dict) and artifact.get("outcome") != Outcome.OK.value:
+            return False
+    return True
+
+
+#: The values `route` writes for a clean batch (also the defaults of a new thread).
+_CLEAN: Final[dict[str, Any]] = {
+    "exit_streak": 0, "args_errors": 0, "spawn_retries": 0, "failures": [], "status": "running", "reason": None,
+}
+
+
+def after_clean_batch(state: AgentState) -> dict[str, Any]:
+    """What `tools` writes for a batch whose every result is `ok`: the same values `route`
+    decides for such a batch (counters and failure history reset), minus what is already so,
+    and the hop straight back to `agent`."""
+    changed = {key: value for key, value in _CLEAN.items() if key in state and state[key] != value}  # type: ignore[literal-required]
+    return {**changed, "next_hop": "agent"}
+
+
+def next_after_tools(state: AgentState) -> Literal["agent", "route"]:
+    """After `tools`: a clean batch goes straight back to the model; any failure is routed."""
+    return "agent" if state.get("next_hop") == "agent" else "route"
 
 
 def next_after_route(state: AgentState) -> Literal["agent", "replan", "retry", "escalate", "__end__"]:
     """After `route`: follow the hop it decided (kept in state so resumes take the same edge)."""
     hop = state.get("next_hop")
-    if hop is None:
+    if hop is None or hop == "route":
         raise ValueError("route did not record a next hop; the state is inconsistent")
     return hop
+
+
+def labelled(edge: Callable[[AgentState], str], labels: Mapping[str, str]) -> Callable[[AgentState], str]:
+    """`edge` answering with the label of its target, so a drawing can name each branch."""
+
+    def choose(state: AgentState) -> str:
+        return labels[edge(state)]
+
+    choose.__name__ = edge.__name__
+    return choose

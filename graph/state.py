@@ -16,6 +16,7 @@ from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
 from bashgraph.graph.checkpoints import merge_message_batches
+from bashgraph.graph.checks import PolicyChecks
 from bashgraph.tools.results import CommandResult
 
 RunStatus = Literal["running", "done", "failed", "aborted", "environment_fault"]
@@ -23,6 +24,8 @@ RunStatus = Literal["running", "done", "failed", "aborted", "environment_fault"]
 FINAL_STATUSES: frozenset[str] = frozenset({"done", "failed", "aborted", "environment_fault"})
 
 Hop = Literal["agent", "replan", "retry", "escalate", "__end__"]
+#: `tools` writes "agent" (a clean batch) or "route" (a batch with a failure); `route` a `Hop`.
+NextHop = Literal["agent", "replan", "retry", "escalate", "__end__", "route"]
 
 
 class Failure(TypedDict):
@@ -63,8 +66,10 @@ class AgentState(TypedDict, total=False):
     """Id of the model reply whose batch `route` last decided on."""
     route_base: dict[str, Any] | None
     """Counters and failures as they were before that batch (re-routes after a retry start here)."""
-    next_hop: Hop
-    """Where `route` decided to go; read by the edge after `route`."""
+    next_hop: NextHop
+    """Where `tools` or `route` decided to go; read by the edges after them."""
+    policy_checks: PolicyChecks | None
+    """The policy's checks of the newest reply's calls, made once by `agent` (graph/checks.py)."""
     status: RunStatus
     """"running" until the run ends; then why it ended."""
     reason: str | None

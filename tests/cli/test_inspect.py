@@ -27,7 +27,8 @@ def test_threads_history_and_fork(cli: Cli, openai_server: FakeOpenAIServer) -> 
     rows = history.events
     nodes = [row["node"] for row in rows]  # newest first
     assert nodes[0] == "agent"
-    assert {"agent", "tools", "route", "input"} <= set(nodes)
+    assert {"agent", "tools", "input"} <= set(nodes)
+    assert "route" not in nodes  # a clean batch goes from `tools` straight back to `agent`
     assert "ok `echo hi >> log`" in [row["outcomes"] for row in rows]
     before_tools = next(row for row in rows if row["next"] == "tools")
 

@@ -169,3 +169,41 @@ def test_an_edit_beside_a_malformed_call_keeps_tool_call_ids_unique(tmp_path: Pa
     assert [c["id"] for c in edited.tool_calls] == ["c_ok"]
     assert [c["id"] for c in edited.invalid_tool_calls] == ["c_bad"]
     assert sorted(m.tool_call_id for m in state["messages"] if isinstance(m, ToolMessage)) == ["c_bad", "c_ok"]
+
+
+def test_each_call_is_checked_once_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agent` checks each call once; the edge after it and `approve` (even when re-run on resume
+    after the question) use that check instead of asking the policy again."""
+    from bashgraph.tools.policy import Policy
+
+    seen: list[str] = []
+    decide = Policy.decide
+
+    def counting(self: Policy, command: str, cwd: str | None = None) -> Any:
+        seen.append(command)
+        return decide(self, command, cwd)
+
+    monkeypatch.setattr(Policy, "decide", counting)
+    marker = tmp_path / "ran"
+    agent, model, config = start([run("echo hi", f"sudo touch {marker}"), answer("done")], tmp_path)
+    assert agent.get_state(config).next == ("approve",)
+    state = agent.invoke(Command(resume="reject"), config)
+    model.assert_done()
+    assert sorted(seen) == sorted(["echo hi", f"sudo touch {marker}"])
+    assert sorted(r.outcome for r in tool_results(state)) == ["ok", "spawn_error"]
+
+
+def test_a_stored_check_is_used_only_for_the_command_it_checked(tmp_path: Path) -> None:
+    """A call changed after its check (same id), another directory or another policy: checked again."""
+    from bashgraph.graph.checks import Checker
+    from bashgraph.tools.policy import Policy, Rule
+
+    checker = Checker(Policy([Rule("rm *", "deny")], workdir=str(tmp_path)))
+    original = call("echo hi", id="c1")
+    checks = checker.check_calls([original], None)
+    assert checker.check_of(original, None, checks) is checks["calls"]["c1"]
+    edited = call("rm -rf x", id="c1")
+    assert checker.check_of(edited, None, checks)["action"] == "deny"  # type: ignore[index]
+    assert checker.check_of(original, "sub", checks) is not checks["calls"]["c1"]
+    other = Checker(Policy([Rule("echo *", "deny")], workdir=str(tmp_path)))
+    assert other.check_of(original, None, checks)["action"] == "deny"  # type: ignore[index]

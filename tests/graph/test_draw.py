@@ -10,10 +10,17 @@ from bashgraph.graph import BashgraphError, build_graph, draw
 from bashgraph.graph.testing import ScriptedChatModel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+#: Every routed edge, with the outcome named on it.
 ROUTED_EDGES = [
-    ("agent", "approve"), ("agent", "tools"), ("agent", "__end__"), ("route", "agent"), ("route", "replan"),
-    ("route", "retry"), ("route", "escalate"), ("route", "__end__"), ("escalate", "retry"),
-    ("escalate", "agent"), ("escalate", "__end__"),
+    ("agent", "approve", "ask / deny / invalid call"), ("agent", "tools", "every call allowed"),
+    ("agent", "__end__", "answer / final status"),
+    ("tools", "agent", "ok"), ("tools", "route", "exit_error / spawn_error / args_error / denied"),
+    ("route", "agent", "exit_error / args_error / denied / ok after retry"),
+    ("route", "replan", "exit_error ×N / repeat"),
+    ("route", "retry", "transient spawn_error"), ("route", "escalate", "other spawn_error / retries spent"),
+    ("route", "__end__", "args_error ×N / no progress after re-plans"),
+    ("escalate", "retry", "answer: retry"), ("escalate", "agent", "skip / hint / model told"),
+    ("escalate", "__end__", "abort / stop"),
 ]
 
 
@@ -27,15 +34,22 @@ def test_mermaid_matches_the_snapshot(agent: object) -> None:
     assert draw(agent, "mermaid") == SNAPSHOT.read_text()
 
 
-def test_every_routed_branch_is_a_dashed_edge(agent: object) -> None:
-    """Each routing row is visible: conditional edges are dashed in Mermaid and DOT."""
+def test_every_routed_branch_is_a_dashed_edge_named_by_its_outcome(agent: object) -> None:
+    """Each routing row is visible: conditional edges are dashed and labelled in Mermaid and DOT."""
     mermaid, dot = str(draw(agent, "mermaid")), str(draw(agent, "dot"))
-    for source, target in ROUTED_EDGES:
-        assert f"{source} -.-> {target};" in mermaid
-        assert f'"{source}" -> "{target}" [style=dashed];' in dot
+    for source, target, label in ROUTED_EDGES:
+        assert f"{source} -. &nbsp;{label}&nbsp; .-> {target};" in mermaid
+        assert f'"{source}" -> "{target}" [style=dashed, label="{label}"];' in dot
     assert '"approve" -> "tools";' in dot
-    assert '"tools" -> "route";' in dot
     assert '"retry" -> "route";' in dot
+    assert '"tools" -> "route";' not in dot  # only a batch with a failure is routed
+
+
+def test_ascii_lists_the_label_of_every_routed_edge(agent: object) -> None:
+    """ASCII art has no room for labels: a legend under it names each routed edge's outcome."""
+    text = str(draw(agent, "ascii"))
+    for source, target, label in ROUTED_EDGES:
+        assert f"  {source.strip('_')} -> {target.strip('_')}: {label}\n" in text
 
 
 def test_ascii_names_every_node(agent: object) -> None:

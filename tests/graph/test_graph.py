@@ -263,6 +263,14 @@ def test_stream_yields_every_node_update(tmp_path: Path) -> None:
     assert nodes == ["agent", "tools", "route", "agent"]  # approve is skipped: no rule matched
 
 
+def test_a_clean_batch_goes_from_tools_straight_back_to_the_model(tmp_path: Path) -> None:
+    """The happy path is two supersteps per model step, as in a plain tool loop: no `route`."""
+    agent, _ = make([run("true", "echo hi"), run("true"), answer("ok")], tmp_path)
+    updates = list(agent.stream({"messages": [HumanMessage("t")]}, stream_mode="updates"))
+    assert [next(iter(chunk)) for chunk in updates] == ["agent", "tools", "agent", "tools", "agent"]
+    assert updates[1]["tools"]["next_hop"] == "agent"
+
+
 def run_with_timeout(command: str, timeout: float) -> AIMessage:
     from bashgraph.graph.testing import call
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.routing import decide_after_tools, evidence_line, next_after_route
 from bashgraph.graph.state import AgentState
@@ -147,17 +149,60 @@ def test_agent_edge_skips_approve_only_when_every_call_is_allowed() -> None:
     """No rule matched -> straight to tools; any ask or deny -> approve; no calls -> end."""
     from langchain_core.messages import AIMessage
 
+    from bashgraph.graph.checks import Checker
     from bashgraph.graph.routing import next_after_agent
     from bashgraph.graph.testing import answer, run
     from bashgraph.tools.policy import Policy, Rule
 
-    policy = Policy([Rule("sudo *", "ask"), Rule("rm *", "deny")])
+    checker = Checker(Policy([Rule("sudo *", "ask"), Rule("rm *", "deny")]))
 
     def hop(message: AIMessage) -> str:
-        return next_after_agent({"messages": [message]}, policy)
+        return next_after_agent({"messages": [message]}, checker)
 
     assert hop(run("ls", "echo hi")) == "tools"
     assert hop(run("ls", "sudo reboot")) == "approve"
     assert hop(run("rm x")) == "approve"
     assert hop(answer("done")) == "__end__"
     assert next_after_agent({"messages": [run("ls")]}) == "approve"  # no policy given: always check
+
+
+CLEAN_START_STATES: list[AgentState] = [
+    {},
+    {"exit_streak": 2, "args_errors": 1, "spawn_retries": 1, "status": "running", "reason": "re-plan",
+     "failures": [{"command": "a", "outcome": "exit_error", "code": "1", "evidence": ""}]},
+    {"exit_streak": 0, "args_errors": 0, "spawn_retries": 0, "failures": [], "status": "running", "reason": None},
+]
+
+
+def test_a_clean_batch_skips_route_with_the_values_route_would_write() -> None:
+    """`tools` settles an all-ok batch itself: the same counters, history, status and reason as
+    `route` decides for it, writing only what changes, and the hop back to `agent`."""
+    from bashgraph.graph.routing import after_clean_batch, next_after_tools
+
+    for state in CLEAN_START_STATES:
+        decision = decide_after_tools([ok(), ok("ls")], state, CONFIG)
+        routed = {**state, "next_hop": decision.hop, **asdict(decision.counters), "failures": decision.failures,
+                  "status": decision.status, "reason": decision.reason}
+        settled = {**state, **after_clean_batch(state)}
+        defaults = {"exit_streak": 0, "args_errors": 0, "spawn_retries": 0, "failures": [], "reason": None,
+                    "status": "running"}
+        assert {**defaults, **settled} == {**defaults, **routed}
+        assert next_after_tools(settled) == "agent"  # type: ignore[arg-type]
+    assert after_clean_batch(CLEAN_START_STATES[2]) == {"next_hop": "agent"}  # nothing else to write
+
+
+def test_a_batch_with_any_failure_goes_to_route() -> None:
+    """Only `ok` answers count as clean: a denied answer from `approve` sends the batch to `route`."""
+    from langchain_core.messages import ToolMessage
+
+    from bashgraph.graph.routing import batch_is_clean, next_after_tools
+    from bashgraph.graph.testing import run
+
+    reply = run("ls", "rm x")
+    denied = spawn(SpawnErrorKind.DENIED, "rm x")
+    answered = ToolMessage("denied", tool_call_id="c", artifact=denied.to_dict(), status="error")
+    fine = ToolMessage("ok", tool_call_id="d", artifact=ok().to_dict())
+    assert batch_is_clean({"messages": [reply, fine]})
+    assert not batch_is_clean({"messages": [reply, answered, fine]})
+    assert next_after_tools({"next_hop": "route"}) == "route"
+    assert next_after_tools({}) == "route"

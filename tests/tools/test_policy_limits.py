@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
 from bashgraph.graph.approval import ApprovalNode
+from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.routing import next_after_agent
 from bashgraph.tools.bash_tool import checkable_command, validate_bash_args
@@ -77,10 +78,10 @@ def _reply(command: Any) -> AIMessage:
 @pytest.mark.parametrize("command", ["x" * (MAX_COMMAND_BYTES + 1), "", "a\0b", 42])
 def test_graph_reads_only_valid_commands(command: Any) -> None:
     """`next_after_agent` and the approve node skip invalid calls; `tools` answers them."""
-    policy = _Untouchable([], workdir="/w")
-    state: Any = {"messages": [_reply(command)]}
-    assert next_after_agent(state, policy) == "approve"
-    node = ApprovalNode(AgentConfig(workdir="/w"), policy)
+    checker = Checker(_Untouchable([], workdir="/w"))
+    state: Any = {"messages": [_reply(command)], "policy_checks": checker.check_calls(_reply(command).tool_calls, None)}
+    assert next_after_agent(state, checker) == "approve"
+    node = ApprovalNode(AgentConfig(workdir="/w"), checker)
     assert node(state) == {}  # nothing asked, nothing refused: left to `tools`
 
 

@@ -1,0 +1,296 @@
+"""bashgraph against `langchain.agents.create_agent` with a shell tool: every row of the
+per-step and concurrency targets, each against its anchor in the same process.
+
+    python benchmarks/bench_agent.py            # full run (figures in docs/benchmarks.md)
+    python benchmarks/bench_agent.py --quick    # CI smoke test, well under a minute
+
+Both agents get the same strict scripted model (`bashgraph.graph.testing.ScriptedChatModel`).
+Rounds are interleaved (ours and the anchor alternate, the order swapped every round) and each
+figure is the median over the rounds, so a machine that speeds up or slows down during the run
+moves both sides alike.
+
+1. Per model step, no checkpointer: one model call and one `true` per step; the anchor's tool
+   runs `subprocess.run(["bash", "-c", cmd], capture_output=True)`.
+2. Per step with SQLite: ours is the real setup (`open_session`: SqliteSaver, command journal
+   in the same file, thread lock, `durability="sync"`); the anchor is `create_agent` on a
+   `SqliteSaver` (LangGraph's default `durability="async"`). The journal's own cost per command
+   (a fsynced `start` row and a `finish` row) is measured in the same run.
+3. N concurrent runs x 5 steps of `sleep 0.2` on one event loop (ideal: 1.0 s), against
+   `create_agent` with an async tool (`asyncio.create_subprocess_exec`, its best case); without a
+   checkpointer, then on SQLite: ours through `aopen_checkpointer` (AsyncSqliteSaver) with the
+   command journal, the anchor on an AsyncSqliteSaver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import resource
+import sqlite3
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.checkpoints import aopen_checkpointer
+from bashgraph.graph.journal import SqliteJournal
+from bashgraph.graph.session import open_session
+from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.tools.results import CommandResult, Outcome
+
+TARGET_STEP = 0.90
+TARGET_SQLITE_STEP = 0.80
+TARGET_CONCURRENT_ANCHOR = 1.0
+TARGET_CONCURRENT_IDEAL = 1.3
+
+
+@tool("bash")
+def bash(command: str) -> str:
+    """Run a shell command (the anchor's tool: a plain subprocess, like most agents use)."""
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
+    return done.stdout + done.stderr
+
+
+@tool("bash")
+async def abash(command: str) -> str:
+    """Run a shell command without blocking the event loop (the anchor's best async case)."""
+    process = await asyncio.create_subprocess_exec(
+        "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await process.communicate()
+    return (out + err).decode()
+
+
+def script(steps: int, command: str) -> list[AIMessage]:
+    return [*(run(command) for _ in range(steps)), answer("done")]
+
+
+def task() -> Any:
+    """The same task for both agents (typed Any: create_agent's input type wants message objects)."""
+    return {"messages": [("user", "go")]}
+
+
+def config(workdir: str, steps: int) -> AgentConfig:
+    return AgentConfig(workdir=workdir, max_steps=steps + 5)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Seconds of wall time, and of CPU time of this process and the commands it waited for."""
+
+    wall: float
+    cpu: float
+
+
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(go: Callable[[], object]) -> Sample:
+    cpu, started = cpu_seconds(), time.perf_counter()
+    go()
+    return Sample(time.perf_counter() - started, cpu_seconds() - cpu)
+
+
+def interleaved(rounds: int, ours: Callable[[int], Sample], anchor: Callable[[int], Sample]) -> tuple[Sample, Sample]:
+    """Median of each side over `rounds`, alternating which goes first."""
+    mine: list[Sample] = []
+    theirs: list[Sample] = []
+    ours(-1), anchor(-1)  # warm-up: imports, first compile, page cache
+    for index in range(rounds):
+        pair = [(mine, ours), (theirs, anchor)]
+        for samples, side in pair if index % 2 == 0 else reversed(pair):
+            samples.append(side(index))
+    return median(mine), median(theirs)
+
+
+def median(samples: list[Sample]) -> Sample:
+    return Sample(statistics.median(s.wall for s in samples), statistics.median(s.cpu for s in samples))
+
+
+def verdict(ratio: float, target: float) -> str:
+    return f"target ≤ {target:.2f}x: {'holds' if ratio <= target else 'NOT met'}"
+
+
+# -- 1 and 2: per step ----------------------------------------------------------------------
+def plain_ours(steps: int, workdir: str) -> Callable[[int], Sample]:
+    def go(_: int) -> Sample:
+        agent = build_graph(model=ScriptedChatModel(script(steps, "true")), config=config(workdir, steps))
+        return timed(lambda: agent.invoke(task()))
+    return go
+
+
+def plain_anchor(steps: int) -> Callable[[int], Sample]:
+    def go(_: int) -> Sample:
+        agent = create_agent(ScriptedChatModel(script(steps, "true")), [bash])
+        return timed(lambda: agent.invoke(task()))
+    return go
+
+
+def sqlite_ours(steps: int, workdir: str, db: Path) -> Callable[[int], Sample]:
+    def go(index: int) -> Sample:
+        model = ScriptedChatModel(script(steps, "true"))
+        with open_session(str(db), model=model, config=config(workdir, steps)) as session:
+            return timed(lambda: [None for _ in session.run(task(), f"ours-{index}")])
+    return go
+
+
+def sqlite_anchor(steps: int, db: Path) -> Callable[[int], Sample]:
+    def go(index: int) -> Sample:
+        conn = sqlite3.connect(db, check_same_thread=False)
+        try:
+            saver = SqliteSaver(conn)
+            saver.setup()
+            agent = create_agent(ScriptedChatModel(script(steps, "true")), [bash], checkpointer=saver)
+            return timed(lambda: agent.invoke(task(), {"configurable": {"thread_id": f"base-{index}"}}))
+        finally:
+            conn.close()
+    return go
+
+
+def journal_ms_per_command(db: Path, commands: int) -> float:
+    """A fsynced `start` and a `finish` row, as the executor writes around every command."""
+    journal = SqliteJournal(str(db))
+    result = CommandResult(Outcome.OK, "true", exit_code=0)
+    try:
+        started = time.perf_counter()
+        for index in range(commands):
+            journal.start("bench", f"call-{index}", 0, "true")
+            journal.finish("bench", f"call-{index}", 0, result)
+        return (time.perf_counter() - started) * 1000 / commands
+    finally:
+        journal.close()
+
+
+def session_ms(calls: int) -> tuple[float, float]:
+    """`true` through subprocess.run, without and with a new session (as every command of
+    ours gets, so a kill reaches its whole tree): with the kernel's autogroup scheduling, each
+    new session is a scheduling group of its own, which waits its turn on a busy machine."""
+    plain: list[float] = []
+    session: list[float] = []
+    for _ in range(calls):
+        for samples, new in ((plain, False), (session, True)):
+            started = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"], capture_output=True, check=False, start_new_session=new)
+            samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(plain), statistics.median(session)
+
+
+def per_step(steps: int, rounds: int) -> None:
+    print(f"\n1-2. per model step ({steps}-step runs, one `true` per step; median of {rounds} interleaved rounds)")
+    with tempfile.TemporaryDirectory() as tmp:
+        mine, theirs = interleaved(rounds, plain_ours(steps, tmp), plain_anchor(steps))
+        report("no checkpointer", mine, theirs, steps, TARGET_STEP)
+        ours_db, base_db = Path(tmp, "ours.sqlite"), Path(tmp, "base.sqlite")
+        mine, theirs = interleaved(rounds, sqlite_ours(steps, tmp, ours_db), sqlite_anchor(steps, base_db))
+        report("SQLite (+journal, lock)", mine, theirs, steps, TARGET_SQLITE_STEP)
+        journal = journal_ms_per_command(Path(tmp, "journal.sqlite"), 5 * steps)
+        print(f"   of which the journal (fsynced start + finish row): {journal:.2f} ms per command")
+    plain, session = session_ms(20 * steps)
+    print(f"   `true` through subprocess.run: {plain:.2f} ms; in a new session: {session:.2f} ms"
+          f" (the machine's cost of a session per command, in wall time)")
+
+
+def report(label: str, mine: Sample, theirs: Sample, steps: int, target: float) -> None:
+    ratio, ms = mine.wall / theirs.wall, 1000 / steps
+    print(f"   {label:24} bashgraph {mine.wall * ms:6.2f} ms   create_agent {theirs.wall * ms:6.2f} ms"
+          f"   ratio {ratio:.2f}x   {verdict(ratio, target)}")
+    print(f"   {'':24} CPU (own + commands) {mine.cpu * ms:6.2f} ms   {theirs.cpu * ms:6.2f} ms"
+          f"   ratio {mine.cpu / theirs.cpu:.2f}x")
+
+
+# -- 3: concurrency -------------------------------------------------------------------------
+Starter = Callable[[AsyncExitStack, str], Awaitable[list[Callable[[], Awaitable[object]]]]]
+
+
+def concurrent_ours(runs: int, steps: int, command: str, sqlite: bool) -> Starter:
+    async def start(stack: AsyncExitStack, tmp: str) -> list[Callable[[], Awaitable[object]]]:
+        saver = journal = None
+        if sqlite:
+            db = str(Path(tmp, f"ours-{time.monotonic_ns()}.sqlite"))
+            saver = await stack.enter_async_context(aopen_checkpointer(db))
+            journal = SqliteJournal(db)
+            stack.callback(journal.close)
+        agents = [
+            build_graph(model=ScriptedChatModel(script(steps, command)), config=config(tmp, steps),
+                        checkpointer=saver, journal=journal)
+            for _ in range(runs)
+        ]
+        return [
+            lambda agent=agent, i=i: agent.ainvoke(task(), {"configurable": {"thread_id": f"ours-{i}"}})  # type: ignore[misc]
+            for i, agent in enumerate(agents)
+        ]
+    return start
+
+
+def concurrent_anchor(runs: int, steps: int, command: str, sqlite: bool) -> Starter:
+    async def start(stack: AsyncExitStack, tmp: str) -> list[Callable[[], Awaitable[object]]]:
+        saver = None
+        if sqlite:
+            conn = await stack.enter_async_context(aiosqlite.connect(Path(tmp, f"base-{time.monotonic_ns()}.sqlite")))
+            saver = AsyncSqliteSaver(conn)
+            await saver.setup()
+        agents = [create_agent(ScriptedChatModel(script(steps, command)), [abash], checkpointer=saver)
+                  for _ in range(runs)]
+        return [
+            lambda agent=agent, i=i: agent.ainvoke(task(), {"configurable": {"thread_id": f"base-{i}"}})  # type: ignore[misc]
+            for i, agent in enumerate(agents)
+        ]
+    return start
+
+
+async def wall(start: Starter, tmp: str) -> Sample:
+    async with AsyncExitStack() as stack:
+        runs = await start(stack, tmp)
+        cpu, started = cpu_seconds(), time.perf_counter()
+        await asyncio.gather(*(go() for go in runs))
+        return Sample(time.perf_counter() - started, cpu_seconds() - cpu)
+
+
+async def concurrency(runs: int, steps: int, sleep_s: float, rounds: int) -> None:
+    ideal = steps * sleep_s
+    command = f"sleep {sleep_s}"
+    print(f"\n3. {runs} concurrent runs x {steps} steps of `{command}`, one event loop (ideal {ideal:.2f} s;"
+          f" median of {rounds} interleaved rounds)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, sqlite in (("no checkpointer", False), ("SQLite (+journal)", True)):
+            mine: list[Sample] = []
+            theirs: list[Sample] = []
+            for index in range(rounds):
+                pair = [(mine, concurrent_ours), (theirs, concurrent_anchor)]
+                for samples, side in pair if index % 2 == 0 else reversed(pair):
+                    samples.append(await wall(side(runs, steps, command, sqlite), tmp))
+            ours_s, base_s = median(mine), median(theirs)
+            ratio = ours_s.wall / base_s.wall
+            print(f"   {label:18} bashgraph {ours_s.wall:5.2f} s ({ours_s.wall / ideal:.2f}x ideal)"
+                  f"   create_agent {base_s.wall:5.2f} s ({base_s.wall / ideal:.2f}x ideal)   ratio {ratio:.2f}x")
+            print(f"   {'':18} {verdict(ratio, TARGET_CONCURRENT_ANCHOR)} (anchor);"
+                  f" {verdict(ours_s.wall / ideal, TARGET_CONCURRENT_IDEAL)} (ideal)")
+            print(f"   {'':18} CPU (own + commands) {ours_s.cpu:5.2f} s   {base_s.cpu:5.2f} s"
+                  f"   ratio {ours_s.cpu / base_s.cpu:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a CI smoke test")
+    quick = parser.parse_args().quick
+    per_step(steps=5 if quick else 20, rounds=2 if quick else 9)
+    asyncio.run(concurrency(runs=10 if quick else 50, steps=2 if quick else 5, sleep_s=0.2, rounds=1 if quick else 3))
+
+
+if __name__ == "__main__":
+    main()
