@@ -6,7 +6,7 @@ SQLite and PostgreSQL. After each death:
 * `bashgraph resume T` continues the thread to `done` (never "already finished" while it is not);
 * no command ran twice (each appends to its own counter file).
 
-The run: two commands, one per model turn, then the final answer: 21 writes, 41 windows per
+The run: two commands, one per model turn, then the final answer: 17 writes, 33 windows per
 backend. Each window is three forks of a process that has done its imports (crash_server.py),
 about 0.4 s; the whole matrix takes about a minute on both backends.
 """
@@ -29,7 +29,7 @@ from tests.persistence.conftest import POSTGRES_ENV, _delete_threads
 from tests.persistence.crash_server import CRASH_COMMANDS, CRASH_EXIT
 
 #: Writes of one clean run (checked against a recorded run in `test_the_matrix_covers_...`).
-EXPECTED_WRITES = 21
+EXPECTED_WRITES = 17
 WINDOWS = [(n, when) for n in range(1, EXPECTED_WRITES + 1) for when in ("before", "after")
            if (n, when) != (EXPECTED_WRITES, "after")]  # dying after the last write: no crash
 
@@ -153,10 +153,10 @@ def test_resume_after_death_between_a_steps_writes_and_its_checkpoint_continues(
     `resume` continues instead of saying "already finished" with status `running`."""
     db, thread = backend
     log = tmp_path / "writes"
-    home, env = environment(tmp_path, db, CRASH_LOG=str(log), CRASH_AT="13:before")
+    home, env = environment(tmp_path, db, CRASH_LOG=str(log), CRASH_AT="15:before")
     crashed = crash_server.bashgraph(home, env, "run", "count", "--thread", thread)
     assert crashed.code == CRASH_EXIT, crashed.err
-    assert log.read_text().splitlines()[12] == "put 4"
+    assert log.read_text().splitlines()[14] == "put 4"
     del env["CRASH_AT"]
     resumed = crash_server.bashgraph(home, env, "resume", thread)
     assert "already finished" not in resumed.out
