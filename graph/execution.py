@@ -23,11 +23,11 @@ import shutil
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import ToolCall
 
@@ -41,6 +41,8 @@ from bashgraph.tools.process import arun_command, run_command
 from bashgraph.tools.redact import Redactor
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
 from bashgraph.tools.sandbox import BwrapSandbox, sandbox_available
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class _Plan:
     command: str
     timeout: float | None
     cwd: str | None
+    journal: Journal | None
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ class Executor:
             on_output: OutputCallback | None = None) -> CommandResult:
         """Run one call; `on_output(stream, text)` gets its live output (redacted)."""
         setup = self.setup()  # before the journal: a set-up error must not look like a run
-        plan = self._begin(call, cwd, ctx)
+        plan = self._begin(call, cwd, ctx, self._journal_for(ctx))
         if isinstance(plan, CommandResult):
             return plan
         # Sync: the runner asks os.getcwd() itself, so a later os.chdir is always seen.
@@ -147,11 +150,17 @@ class Executor:
         setup = self._setup
         if setup is None:
             setup = await in_thread(asyncio.get_running_loop(), self.setup)
-        plan = self._begin(call, cwd, ctx)
+        journal = self._journal_for(ctx)
+        # A server's store may not be called from its event loop (its sync calls hop onto that
+        # loop), and its I/O must not block the loop: such a journal is used from a thread.
+        off_loop = journal is not None and _in_a_store(journal)
+        begin = functools.partial(self._begin, call, cwd, ctx, journal)
+        plan = await _in_thread(begin) if off_loop else begin()
         if isinstance(plan, CommandResult):
             return plan
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
-        return self._finish(plan, await arun_command(**kwargs))
+        finish = functools.partial(self._finish, plan, await arun_command(**kwargs))
+        return await _in_thread(finish) if off_loop else finish()
 
     def _look_up(self) -> Setup:
         config = self.config
@@ -174,7 +183,8 @@ class Executor:
             sandbox=sandbox,
         )
 
-    def _begin(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> _Plan | CommandResult:
+    def _begin(self, call: ToolCall, cwd: str | None, ctx: CallContext,
+               journal: Journal | None) -> _Plan | CommandResult:
         """Validate and journal a call; a CommandResult means "answer this, run nothing"."""
         if call["name"] != BASH_TOOL_NAME:
             return args_error(f"unknown tool {call['name']!r}; the only tool is {BASH_TOOL_NAME!r}")
@@ -182,23 +192,28 @@ class Executor:
         if isinstance(args, CommandResult):
             return args
         call_id = ctx.key(call.get("id") or "")
-        entry = self._entry(call_id, ctx)
+        if journal is None or ctx.thread_id is None:
+            return _Plan(call_id, ctx, args.command, args.timeout, cwd, None)
+        entry = journal.lookup(ctx.thread_id, call_id, ctx.attempt)
         if entry is not None and entry.command != args.command:
             # The call was changed after it was journaled (a state edit, a replay): the row
             # holds another command's result. The new command gets a row of its own.
             call_id = f"{call_id}#{hashlib.sha256(args.command.encode()).hexdigest()[:16]}"
-            entry = self._entry(call_id, ctx)
+            entry = journal.lookup(ctx.thread_id, call_id, ctx.attempt)
         if entry is not None:
             return _recorded_result(entry)
-        if self.journal is not None and ctx.thread_id is not None:
-            self.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command)
-        return _Plan(call_id, ctx, args.command, args.timeout, cwd)
+        journal.start(ctx.thread_id, call_id, ctx.attempt, args.command)
+        return _Plan(call_id, ctx, args.command, args.timeout, cwd, journal)
 
-    def _entry(self, call_id: str, ctx: CallContext) -> JournalEntry | None:
-        if self.journal is None or ctx.thread_id is None:
-            return None
-        return self.journal.lookup(ctx.thread_id, call_id, ctx.attempt)
+    def _journal_for(self, ctx: CallContext) -> Journal | None:
+        """The session's journal; else, inside a run that has a LangGraph store (the server
+        gives every run one), a journal kept in that store (graph/store_journal.py)."""
+        if self.journal is not None or ctx.thread_id is None:
+            return self.journal
+        from bashgraph.graph.store_journal import StoreJournal, store_of  # imports this module
 
+        store = store_of()
+        return StoreJournal(store) if store is not None else None
 
     def _run_kwargs(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
                     process_cwd: str | None) -> dict[str, Any]:
@@ -223,9 +238,19 @@ class Executor:
         # Redacted before the journal, the checkpoint or the model ever holds the text.
         if self.redactor is not None:
             result = self.redactor.redact_result(result)
-        if self.journal is not None and plan.ctx.thread_id is not None:
-            self.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
+        if plan.journal is not None and plan.ctx.thread_id is not None:
+            plan.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
+
+
+async def _in_thread(func: Callable[[], _T]) -> _T:
+    return await in_thread(asyncio.get_running_loop(), func)
+
+
+def _in_a_store(journal: Journal) -> bool:
+    from bashgraph.graph.store_journal import StoreJournal  # imports this module
+
+    return isinstance(journal, StoreJournal)
 
 
 def _recorded_result(entry: JournalEntry) -> CommandResult:
