@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import os
@@ -89,6 +90,8 @@ class CallContext:
     thread_id: str | None
     message_id: str = ""
     attempt: int = 0
+    journal: Journal | None = None
+    """Where this call's row goes: the session's journal, or one in the run's LangGraph store."""
 
     def key(self, call_id: str) -> str:
         return f"{self.message_id}/{call_id}"
@@ -168,6 +171,7 @@ class Executor:
         """Run one call; `on_output(stream, text)` gets its live output (redacted), `on_event`
         the job events it produced."""
         setup = self.setup()  # before the journal: a set-up error must not look like a run
+        ctx = self._with_journal(ctx)
         self.jobs.recover(ctx.thread_id)
         if call["name"] in JOB_TOOL_NAMES:
             return self._emitted(self._job_tool(call, ctx), on_event)
@@ -192,12 +196,13 @@ class Executor:
         setup = self._setup
         if setup is None:
             setup = await in_thread(loop, self.setup)
+        ctx = self._with_journal(ctx)
         if self.jobs.needs_recovery(ctx.thread_id):
             await in_thread(loop, functools.partial(self.jobs.recover, ctx.thread_id))
         if call["name"] in JOB_TOOL_NAMES:
             answer = await in_thread(loop, functools.partial(self._job_tool, call, ctx))
             return self._emitted(answer, on_event)
-        plan = await self._journaled(functools.partial(self._begin, call, cwd, ctx))
+        plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
             swept = await in_thread(loop, functools.partial(self._sweep, plan.entry))
             return _interrupted(plan.entry, swept)
@@ -207,19 +212,20 @@ class Executor:
             request = self._job_request(plan, setup, setup.process_cwd)
             start = functools.partial(self.jobs.start, request, ctx.thread_id, plan.call_id)
             started = self._emitted(await in_thread(loop, start), on_event)
-            return await self._journaled(functools.partial(self._finish, plan, started))
+            return await self._journaled(ctx, functools.partial(self._finish, plan, started))
         kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
         result = await arun_command(**kwargs)
-        return await self._journaled(functools.partial(self._finish, plan, result))
+        return await self._journaled(ctx, functools.partial(self._finish, plan, result))
 
-    async def _journaled(self, step: Callable[[], _T]) -> _T:
+    async def _journaled(self, ctx: CallContext, step: Callable[[], _T]) -> _T:
         """Run a step that writes the journal: in a thread when there is one, never on the loop.
 
         An async saver on the same SQLite file holds its write lock across awaits, so a journal
         write blocking the loop would wait for a lock only the loop can release ("database is
-        locked" once the busy timeout ends), and would stall every other run meanwhile.
+        locked" once the busy timeout ends), and would stall every other run meanwhile. A journal
+        in a LangGraph server's store may not be called from the server's loop at all.
         """
-        if self.journal is None:
+        if ctx.journal is None:
             return step()
         return await in_thread(asyncio.get_running_loop(), step)
 
@@ -294,8 +300,8 @@ class Executor:
         if entry is not None:
             return entry.result if entry.result is not None else _CutOff(entry)
         marker = os.urandom(16).hex()
-        if self.journal is not None and ctx.thread_id is not None:
-            self.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
+        if ctx.journal is not None and ctx.thread_id is not None:
+            ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
         return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
 
     def _sweep(self, entry: JournalEntry) -> Swept:
@@ -308,9 +314,21 @@ class Executor:
         return Swept(checked=True, found=found, alive=alive)
 
     def _entry(self, call_id: str, ctx: CallContext) -> JournalEntry | None:
-        if self.journal is None or ctx.thread_id is None:
+        if ctx.journal is None or ctx.thread_id is None:
             return None
-        return self.journal.lookup(ctx.thread_id, call_id, ctx.attempt)
+        return ctx.journal.lookup(ctx.thread_id, call_id, ctx.attempt)
+
+    def _with_journal(self, ctx: CallContext) -> CallContext:
+        """`ctx` with its journal: the session's; else, inside a run that has a LangGraph store
+        (the server gives every run one), a journal kept in that store (graph/store_journal.py)."""
+        if ctx.journal is not None or ctx.thread_id is None:
+            return ctx
+        if self.journal is not None:
+            return dataclasses.replace(ctx, journal=self.journal)
+        from bashgraph.graph.store_journal import StoreJournal, store_of  # it imports this module
+
+        store = store_of()
+        return dataclasses.replace(ctx, journal=StoreJournal(store)) if store is not None else ctx
 
 
     def _run_kwargs(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
@@ -337,8 +355,8 @@ class Executor:
         # Redacted before the journal, the checkpoint or the model ever holds the text.
         if self.redactor is not None:
             result = self.redactor.redact_result(result)
-        if self.journal is not None and plan.ctx.thread_id is not None:
-            self.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
+        if plan.ctx.journal is not None and plan.ctx.thread_id is not None:
+            plan.ctx.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
 
 

@@ -1,8 +1,8 @@
 """Which of this process's descriptors above 2 a spawned shell would inherit.
 
 Python opens everything non-inheritable, so the answer is almost always "none"; a C library that
-opened a descriptor without O_CLOEXEC, an `os.dup2`, or the process that started ours (this very
-VM's job runner leaves an inheritable pipe end at fd 251) is why the spawn has to look. A leaked
+opened a descriptor without O_CLOEXEC, an `os.dup2`, or the process that started ours (some job
+runners and CI agents leave an inheritable pipe end open) is why the spawn has to look. A leaked
 pipe end would let a command's background process keep somebody else's reader waiting.
 
 Looking costs a listing of `/proc/self/fd` and one `fcntl` per descriptor, on every spawn, before

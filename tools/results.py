@@ -195,7 +195,7 @@ def _body(result: CommandResult, budget: int | None) -> str:
 def _stream_parts(result: CommandResult, stdout: str, stderr: str) -> list[str]:
     parts: list[str] = []
     if result.outcome is Outcome.OK:
-        # The seed's shape: stdout as it is, warnings after it tagged [stderr].
+        # Success reads like a terminal: stdout as it is, warnings after it tagged [stderr].
         if stdout:
             parts.append(stdout)
     elif stdout:

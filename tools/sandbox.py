@@ -219,8 +219,8 @@ def classify_sandbox_exit(
 def _start_failure_kind(message: str) -> SpawnErrorKind:
     """The sandbox was fine when only the shell or the working directory is missing or locked.
 
-    Those keep the kinds they have without a sandbox (see DESIGN.md: `not_found` is "shell
-    binary or working directory missing").
+    Those keep the kinds they have without a sandbox (`not_found`: the shell binary or the
+    working directory is missing).
     """
     if message.startswith(("bwrap: execvp ", "bwrap: Can't chdir to ")):
         if message.endswith("No such file or directory"):

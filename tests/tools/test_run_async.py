@@ -19,8 +19,8 @@ def arun(command: str, **kwargs: Any) -> CommandResult:
     return asyncio.run(arun_command(command, **kwargs))
 
 
-def test_seed_experiments_match_the_sync_results() -> None:
-    """The seed's four experiments end the same way in both forms."""
+def test_the_basic_shapes_match_the_sync_results() -> None:
+    """Output, exit codes and stderr on success end the same way in both forms."""
     commands = ["echo hi", "exit 3", "echo hello; echo warn >&2; exit 3"]
     for command in commands:
         sync, async_ = run_command(command), arun(command)
