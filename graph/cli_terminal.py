@@ -21,7 +21,6 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.spinner import Spinner
@@ -29,13 +28,14 @@ from rich.text import Text
 
 from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES
-from bashgraph.graph.progress import badge, duration, end_lines, step_line
+from bashgraph.graph.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, step_line
 from bashgraph.graph.state import FINAL_STATUSES
 from bashgraph.tools.visible import one_line, visible
 
 TAIL_LINES = 4
 TOKEN_LINES = 3
-_BADGE_STYLE = {"ok": "green", "exit": "yellow", "spawn": "red", "args": "magenta", "denied": "red"}
+#: Badge colours by the badge's first word; every spawn error (timeout, not found, ...) is red.
+_BADGE_STYLE = {"ok": "green", "exit": "yellow", "bad": "magenta"}
 _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
               "environment_fault": "bold magenta"}
 #: What the run waits for after a node, shown next to the spinner when no command runs.
@@ -80,9 +80,10 @@ class TerminalRenderer:
             parts: list[RenderableType] = []
             for run in self._running.values():
                 elapsed = f"{time.monotonic() - run.started:.1f}s"
-                run.spinner.update(text=Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim")))
+                run.spinner.update(text=Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim"),
+                                                     no_wrap=True, overflow="ellipsis"))
                 parts.append(run.spinner)
-                parts.extend(Text("    " + line, style="dim") for line in run.tail)
+                parts.extend(Text("    " + line, style="dim", no_wrap=True, overflow="ellipsis") for line in run.tail)
             if not parts:
                 self._spinner.update(text=Text(self._waiting, style="dim"))
                 parts.append(self._spinner)
@@ -145,9 +146,12 @@ class TerminalRenderer:
             self._running.pop(str(event.get("call_id")), None)
         words = badge(event)
         style = _BADGE_STYLE.get(words.split()[0], "red")
-        self.console.print(Text.assemble((f" {words} ", f"bold reverse {style}"), " ",
-                                         (f"{duration(event):>7}", "dim"), "  $ ",
-                                         one_line(str(event.get("command")))))
+        # Fixed columns, so a run's lines line up; a long command is cut at the terminal's
+        # edge rather than wrapped under the badges (--json and `history` keep it whole).
+        line = Text.assemble((f" {words:<{BADGE_WIDTH}} ", f"bold reverse {style}"), " ",
+                             (f"{duration(event):>{DURATION_WIDTH}}", "dim"), "  $ ",
+                             one_line(str(event.get("command"))), no_wrap=True, overflow="ellipsis")
+        self.console.print(line)
 
     def _on_node(self, event: Mapping[str, Any]) -> None:
         node = event["node"]
@@ -169,7 +173,7 @@ class TerminalRenderer:
     def _on_paused(self, event: Mapping[str, Any]) -> None:
         self._stop_live()
         for question in event["questions"]:
-            self._show(question)
+            self._show(question, interactive=False)
         self.console.print(Text(one_line(f"answer with: {event['answer_with']}")), soft_wrap=True)
 
     def _on_end(self, event: Mapping[str, Any]) -> None:
@@ -187,15 +191,16 @@ class TerminalRenderer:
     def ask(self, question: Mapping[str, Any]) -> Any:
         """Show a pending question and its evidence; return the person's answer."""
         self._stop_live()
-        self._show(question)
+        self._show(question, interactive=True)
         choices = list(question.get("choices") or [])
         if question.get("kind") == "approval":
             return self._ask_approval(question, choices)
-        hint = escape(one_line(f" ({' / '.join(choices)}, or type a hint)")) if choices else ""
-        return self._prompt(f"[bold]answer[/]{hint}")
+        return self._prompt("[bold]answer[/]", questions.default(question))
 
     def _ask_approval(self, question: Mapping[str, Any], choices: list[str]) -> Any:
-        action = Prompt.ask("[bold]answer[/]", choices=choices, console=self.console)
+        # The choices are listed in the box above; the prompt shows only the default.
+        action = Prompt.ask("[bold]answer[/]", choices=choices, show_choices=False,
+                            default=questions.default(question), console=self.console)
         if action == "edit":
             requests = question.get("requests") or [{}]
             proposed = str(requests[0].get("command") or "")
@@ -208,15 +213,16 @@ class TerminalRenderer:
             return {"action": "reject", "message": message} if message else "reject"
         return action
 
-    def _prompt(self, text: str) -> str:
+    def _prompt(self, text: str, default: str | None) -> str:
         while True:
-            answer = Prompt.ask(text, console=self.console).strip()
+            answer = (Prompt.ask(text, console=self.console) if default is None
+                      else Prompt.ask(text, default=default, console=self.console)).strip()
             if answer:
                 return answer
 
-    def _show(self, question: Mapping[str, Any]) -> None:
-        self.console.print(Panel(Text("\n".join(questions.lines(question))), title="waiting for you",
-                                 title_align="left", border_style="yellow"))
+    def _show(self, question: Mapping[str, Any], *, interactive: bool) -> None:
+        text = "\n".join(questions.lines(question, interactive=interactive))
+        self.console.print(Panel(Text(text), title="waiting for you", title_align="left", border_style="yellow"))
 
     def close(self) -> None:
         self._stop_live()
