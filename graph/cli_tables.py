@@ -111,6 +111,8 @@ def _shown(name: str, value: Any, now: datetime) -> str:
     if name in TIME_COLUMNS and value:
         return relative_time(str(value), now)
     text = _cell(value)
+    if name == "status":
+        return text.replace("_", " ")  # environment_fault -> environment fault
     return _OUTCOME_WORDS.sub(_outcome_words, text) if name == "outcomes" else text
 
 
@@ -129,7 +131,8 @@ def _cut(text: str, width: int) -> str:
 
 
 def relative_time(iso: str, now: datetime) -> str:
-    """"just now", "42 s ago", "3 min ago", "5 h ago"; older: the local date and time."""
+    """"just now", "42 s ago", "3 min ago", "5 h ago"; older: the local date ("Nov 29 17:30",
+    or "2025-11-29" in another year); a time ahead of `now` (another machine's clock): its date."""
     try:
         then = datetime.fromisoformat(iso)
     except ValueError:
@@ -148,4 +151,5 @@ def relative_time(iso: str, now: datetime) -> str:
         return f"{seconds // 60} min ago"
     if seconds < 86400:
         return f"{seconds // 3600} h ago"
-    return then.astimezone(now.tzinfo).strftime("%Y-%m-%d %H:%M")
+    local = then.astimezone(now.tzinfo)
+    return local.strftime("%b %d %H:%M" if local.year == now.year else "%Y-%m-%d")

@@ -80,16 +80,21 @@ class TerminalRenderer:
             parts: list[RenderableType] = []
             for run in self._running.values():
                 elapsed = f"{time.monotonic() - run.started:.1f}s"
-                run.spinner.update(text=Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim"),
-                                                     no_wrap=True, overflow="ellipsis"))
+                text = Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim"))
+                run.spinner.update(text=self._fit(text, 2))  # the spinner's frame and a space
                 parts.append(run.spinner)
-                parts.extend(Text("    " + line, style="dim", no_wrap=True, overflow="ellipsis") for line in run.tail)
+                parts.extend(self._fit(Text("    " + line, style="dim")) for line in run.tail)
             if not parts:
                 self._spinner.update(text=Text(self._waiting, style="dim"))
                 parts.append(self._spinner)
                 tokens = self._tokens.strip().split("\n")[-TOKEN_LINES:]
                 parts.extend(Text("  " + one_line(line), style="italic dim") for line in tokens if line)
             return Group(*parts)
+
+    def _fit(self, text: Text, margin: int = 0) -> Text:
+        """`text` cut at the terminal's edge (…), so the live area's lines never wrap."""
+        text.truncate(max(self.console.width - margin, 1), overflow="ellipsis")
+        return text
 
     def _start_live(self) -> None:
         if self._live is None:
@@ -150,8 +155,8 @@ class TerminalRenderer:
         # edge rather than wrapped under the badges (--json and `history` keep it whole).
         line = Text.assemble((f" {words:<{BADGE_WIDTH}} ", f"bold reverse {style}"), " ",
                              (f"{duration(event):>{DURATION_WIDTH}}", "dim"), "  $ ",
-                             one_line(str(event.get("command"))), no_wrap=True, overflow="ellipsis")
-        self.console.print(line)
+                             one_line(str(event.get("command"))))
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
 
     def _on_node(self, event: Mapping[str, Any]) -> None:
         node = event["node"]
