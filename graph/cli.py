@@ -8,9 +8,7 @@ quick. Exit statuses and the `--json` event schema are documented in docs/cli.md
 from __future__ import annotations
 
 import argparse
-import secrets
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +165,9 @@ def _resume(args: argparse.Namespace) -> int:
 
 def new_thread_id() -> str:
     """Sortable by start time, unique enough for one person's database."""
+    import secrets
+    import time
+
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
