@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bashgraph.graph.checkpoint_rows import CheckpointRow, ThreadInfo, read_history, read_threads
 from bashgraph.graph.checkpoints import Location, locate
@@ -48,7 +49,7 @@ def run_inspection(command: str, args: argparse.Namespace) -> int:
         return _fail(str(exc), ExitStatus.FAILED)
 
 
-def _session(location: Location) -> Any:
+def _session(location: Location) -> AbstractContextManager[Session]:
     from bashgraph.graph.cli_session import inspection_model
     from bashgraph.graph.config import AgentConfig
     from bashgraph.graph.session import open_session
@@ -59,7 +60,6 @@ def _session(location: Location) -> Any:
 def _threads(location: Location) -> list[ThreadInfo]:
     if location.kind == "sqlite":
         return read_threads(location.target)
-    session: Session
     with _session(location) as session:
         return session.threads()
 
@@ -67,7 +67,6 @@ def _threads(location: Location) -> list[ThreadInfo]:
 def _history(location: Location, thread_id: str) -> list[CheckpointRow] | None:
     if location.kind == "sqlite":
         return read_history(location.target, thread_id)
-    session: Session
     with _session(location) as session:
         if session.state(thread_id).created_at is None:  # (history() of an unknown thread raises)
             return None

@@ -39,10 +39,11 @@ _BADGE_STYLE = {"ok": "green", "exit": "yellow", "bad": "magenta"}
 _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
               "environment_fault": "bold magenta"}
 #: What the run waits for after a node, shown next to the spinner when no command runs.
-_WAITING_AFTER = {"agent": "starting commands", "tools": "routing", "retry": "routing",
-                  "route": "waiting for the model"}
-_WAITING_FOR_HOP = {"retry": "waiting before the retry", "escalate": "escalating",
-                    "replan": "re-planning", "__end__": "finishing"}
+_WAITING_AFTER = {"agent": "starting commands", "tools": "deciding what to do next",
+                  "retry": "deciding what to do next", "route": "waiting for the model"}
+_WAITING_FOR_HOP = {"retry": "waiting a moment before running it again",
+                    "escalate": "deciding how to handle the failure",
+                    "replan": "asking the model for a new plan", "__end__": "finishing"}
 
 
 @dataclass

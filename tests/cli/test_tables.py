@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -135,3 +136,26 @@ def test_the_cli_prints_a_table_on_a_terminal_and_tabs_in_a_pipe(
     assert shown[1].split()[:2] == ["tab1", "done"]
     assert "just now" in shown[1] or "s ago" in shown[1]
     assert "\t" not in screen.screen
+
+
+def test_postgres_threads_and_history_go_through_langgraph(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """On PostgreSQL the rows come from LangGraph's saver: same columns, same stable format."""
+    url = os.environ.get("BASHGRAPH_TEST_POSTGRES")
+    if not url:
+        pytest.skip("BASHGRAPH_TEST_POSTGRES is not set")
+    thread_id = f"tables-{uuid.uuid4().hex[:10]}"
+    openai_server.add(tool_call("bash", {"command": "echo hi"}), text("done"))
+    try:
+        assert cli("run", "say hi", "--thread", thread_id, "--db", url).code == 0
+        listed = [t for t in cli("threads", "--db", url, "--json").events if t["thread_id"] == thread_id]
+        assert [(t["status"], t["task"]) for t in listed] == [("done", "say hi")]
+        history = cli("history", thread_id, "--db", url)
+        assert history.out.splitlines()[0].split("\t") == list(HISTORY_COLUMNS)
+        assert "ok `echo hi`" in history.out
+    finally:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints", "bashgraph_journal"):
+                if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0]:  # type: ignore[index]
+                    conn.execute(f"DELETE FROM {table} WHERE thread_id = %s", (thread_id,))
