@@ -86,3 +86,17 @@ def test_an_unknown_thread_has_no_history(tmp_path: Path) -> None:
     db = str(tmp_path / "rows.sqlite")
     make_threads(db, tmp_path)
     assert read_history(db, "no-such-thread") is None
+
+
+def test_reading_writes_nothing(tmp_path: Path) -> None:
+    """`threads` and `history` only read: the database file is byte for byte the same, and the
+    write-ahead log SQLite opens beside it (as for any reader of a WAL database) stays empty."""
+    db = tmp_path / "rows.sqlite"
+    make_threads(str(db), tmp_path)
+    assert not Path(f"{db}-wal").exists()  # the saver's last close checkpointed it away
+    before = db.read_bytes()
+    read_threads(str(db))
+    read_history(str(db), "done")
+    assert db.read_bytes() == before
+    wal = Path(f"{db}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
