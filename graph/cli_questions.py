@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bashgraph.graph.cli_words import SPAWN_WORDS
 from bashgraph.tools.visible import one_line
 
 EDIT_EXAMPLE = json.dumps({"action": "edit", "command": "..."})
@@ -34,8 +35,6 @@ CHOICE_WORDS = {
 #: What Enter answers on a terminal: re-running a command that was allowed to run once, and
 #: never running a command a rule held back.
 DEFAULTS = {"environment_error": "retry", "approval": "reject"}
-_KIND_WORDS = {"not_found": "not found", "permission_denied": "permission denied", "signal": "killed by a signal",
-               "resource": "out of resources", "interrupted": "interrupted", "sandbox": "sandbox failure"}
 
 
 def summary(question: Mapping[str, Any]) -> str:
@@ -93,11 +92,10 @@ def _faults(question: Mapping[str, Any]) -> Iterable[str]:
 
 
 def _what(fault: Mapping[str, Any]) -> str:
-    kind, detail = str(fault.get("kind") or "unknown"), str(fault.get("detail") or "")
-    words = _KIND_WORDS.get(kind, kind)
-    if not detail:
-        return words
-    return detail if detail.startswith((kind, words)) else f"{words}: {detail}"
+    """The fault's own one-line detail ("timeout after 30s — process group killed", "shell not
+    found: ..."), which says the kind in words; the kind alone when there is no detail."""
+    kind = str(fault.get("kind") or "unknown")
+    return str(fault.get("detail") or "") or SPAWN_WORDS.get(kind, kind.replace("_", " "))
 
 
 def _choices(question: Mapping[str, Any]) -> Iterable[str]:

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES, ResumeHint, Stop
+from bashgraph.graph.cli_words import SPAWN_WORDS, STATUS_WORDS
 from bashgraph.tools.visible import one_line
 
 
@@ -136,19 +137,6 @@ def _one_line_or_none(reason: Any) -> str | None:
 #: the badge (the longest, "permission denied", fits) and the duration ("12m 05s").
 BADGE_WIDTH = 17
 DURATION_WIDTH = 8
-#: How a spawn error reads in a badge.
-SPAWN_WORDS = {
-    "not_found": "not found", "permission_denied": "permission denied", "timeout": "timeout",
-    "signal": "killed by signal", "resource": "no resources", "interrupted": "interrupted",
-    "sandbox": "sandbox failed", "denied": "denied",
-}
-#: How a status reads for people (--json keeps the status itself).
-STATUS_WORDS = {
-    "done": "done", "failed": "failed", "aborted": "aborted", "environment_fault": "environment fault",
-    "paused": "paused, waiting for an answer", "interrupted": "interrupted", "model_error": "model error",
-    "running": "stopped before the end", "busy": "busy", "config_error": "usage error",
-    "store_error": "database error",
-}
 
 
 def badge(event: Mapping[str, Any]) -> str:
