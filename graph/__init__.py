@@ -1,19 +1,12 @@
-"""bashgraph.graph: the LangGraph state machine that routes on how commands failed."""
+"""bashgraph.graph: the LangGraph state machine that routes on how commands failed.
 
-from bashgraph.graph.build import build_graph, make_graph
-from bashgraph.graph.checkpoints import open_checkpointer
-from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.draw import draw
-from bashgraph.graph.errors import (
-    BashgraphError,
-    ConfigError,
-    ModelError,
-    StoreError,
-    ThreadBusyError,
-    UnfinishedThreadError,
-)
-from bashgraph.graph.session import Session, open_session
-from bashgraph.graph.state import AgentState
+Every public name is imported on first use (module `__getattr__`): the `bashgraph` command's
+quick paths (`--help`, `threads`, `history`) import this package without LangChain or LangGraph,
+which take most of a second to import.
+"""
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "AgentConfig",
@@ -31,3 +24,42 @@ __all__ = [
     "open_checkpointer",
     "open_session",
 ]
+
+if TYPE_CHECKING:
+    from bashgraph.graph.build import build_graph, make_graph
+    from bashgraph.graph.checkpoints import open_checkpointer
+    from bashgraph.graph.config import AgentConfig
+    from bashgraph.graph.draw import draw
+    from bashgraph.graph.errors import (
+        BashgraphError,
+        ConfigError,
+        ModelError,
+        StoreError,
+        ThreadBusyError,
+        UnfinishedThreadError,
+    )
+    from bashgraph.graph.session import Session, open_session
+    from bashgraph.graph.state import AgentState
+
+#: Where each public name lives.
+_HOMES = {
+    "build_graph": "build", "make_graph": "build", "open_checkpointer": "checkpoints",
+    "AgentConfig": "config", "draw": "draw", "BashgraphError": "errors", "ConfigError": "errors",
+    "ModelError": "errors", "StoreError": "errors", "ThreadBusyError": "errors",
+    "UnfinishedThreadError": "errors", "Session": "session", "open_session": "session",
+    "AgentState": "state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module when first asked for."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -9,8 +9,10 @@
 Every way the database can be unusable (corrupt file, not a database, read-only file or folder,
 locked, unreachable server, bad URL) becomes one `StoreError` line naming the database.
 
-This module also holds `merge_message_batches`, the reducer of the `messages` DeltaChannel: with
-it each checkpoint stores only the messages written in its step, so size grows linearly.
+This module imports neither LangChain nor LangGraph at import time: `locate` and the error
+helpers serve the CLI's quick commands (`threads`, `history`). It also holds
+`merge_message_batches`, the reducer of the `messages` DeltaChannel: with it each checkpoint
+stores only the messages written in its step, so size grows linearly.
 """
 
 from __future__ import annotations
@@ -25,13 +27,11 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
-from langgraph.graph.message import add_messages
-
 from bashgraph.graph.errors import StoreError
 
 if TYPE_CHECKING:
     import psycopg
+    from langchain_core.messages import AnyMessage
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 DB_ENV = "BASHGRAPH_DB"
@@ -282,6 +282,10 @@ def merge_message_batches(state: list[AnyMessage], writes: Sequence[Any]) -> lis
 
 
 def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
+    # Imported here: `locate` and the error helpers serve the CLI's quick commands without them.
+    from langchain_core.messages import BaseMessage, convert_to_messages
+    from langgraph.graph.message import add_messages
+
     batch = write if isinstance(write, list) else [write]
     messages = [m if isinstance(m, BaseMessage) else convert_to_messages([m])[0] for m in batch]
     anchor = f"{len(state)}:{state[-1].id if state else ''}"
@@ -290,4 +294,4 @@ def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
             seed = f"{anchor}:{index}:{message.type}:{message.content!r}"
             messages[index] = message.model_copy(update={"id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed))})
     merged = add_messages(cast(Any, state), cast(Any, messages))
-    return cast(list[AnyMessage], merged)
+    return cast("list[AnyMessage]", merged)

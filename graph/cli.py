@@ -8,9 +8,7 @@ quick. Exit statuses and the `--json` event schema are documented in docs/cli.md
 from __future__ import annotations
 
 import argparse
-import secrets
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 done, 1 failed, 2 usage, 3 paused (waiting for a person), "
                "4 environment fault, 130 interrupted (Ctrl-C). See docs/cli.md.",
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="start a task on a new thread (or a finished one)")
@@ -87,6 +86,29 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     graph.set_defaults(handler=_inspect("graph"))
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: looked up only when asked for (importlib.metadata is not free to import)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"bashgraph {version()}")
+        parser.exit()
+
+
+def version() -> str:
+    """The installed distribution's version; "unknown" when run from a source tree not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("bashgraph")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _db_option(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +165,9 @@ def _resume(args: argparse.Namespace) -> int:
 
 def new_thread_id() -> str:
     """Sortable by start time, unique enough for one person's database."""
+    import secrets
+    import time
+
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 

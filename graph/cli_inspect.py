@@ -1,25 +1,34 @@
 """`bashgraph threads`, `history`, `fork` and `graph`: look at threads and the graph.
 
-Tables are rich tables on a terminal, tab-separated lines in a pipe, JSON lines with --json.
+Tables are aligned for people on a terminal, tab-separated in a pipe, JSON lines with --json
+(graph/cli_tables.py). `threads`, `history` on SQLite and `graph --format mermaid` start
+quickly: they read the tables directly (graph/checkpoint_rows.py) and print the stored drawing
+(graph/drawing.py), without importing LangChain or LangGraph. `fork`, PostgreSQL and the other
+drawing formats build the graph.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from bashgraph.graph.checkpoint_rows import CheckpointRow, ThreadInfo, read_history, read_threads
+from bashgraph.graph.checkpoints import Location, locate
 from bashgraph.graph.cli_status import ExitStatus, ResumeHint, absolute
-from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.cli_tables import Table, print_table
 from bashgraph.graph.errors import BashgraphError, ConfigError, StoreError
-from bashgraph.graph.session import Session, open_session
 from bashgraph.tools.visible import one_line
 
-ID_COLUMNS = frozenset({"thread_id", "checkpoint_id"})
+if TYPE_CHECKING:
+    from bashgraph.graph.session import Session
+
+THREAD_COLUMNS = ("thread_id", "status", "updated_at", "task", "forked_from")
+HISTORY_COLUMNS = ("checkpoint_id", "step", "node", "outcomes", "next", "created_at")
 
 
 def run_inspection(command: str, args: argparse.Namespace) -> int:
@@ -27,13 +36,12 @@ def run_inspection(command: str, args: argparse.Namespace) -> int:
     try:
         if command == "graph":
             return draw_graph(args.format, args.output)
-        from bashgraph.graph.cli_session import inspection_model
-
-        with open_session(args.db, model=inspection_model(), config=AgentConfig()) as session:
-            if command == "threads":
-                return list_threads(session, args.json)
-            if command == "history":
-                return show_history(session, args.thread, args.json)
+        location = locate(args.db)
+        if command == "threads":
+            return list_threads(_threads(location), args.json)
+        if command == "history":
+            return show_history(_history(location, args.thread), args.thread, location, args.json)
+        with _session(location) as session:
             return fork_thread(session, args)
     except (ConfigError, StoreError) as exc:
         return _fail(str(exc), ExitStatus.USAGE)
@@ -41,22 +49,50 @@ def run_inspection(command: str, args: argparse.Namespace) -> int:
         return _fail(str(exc), ExitStatus.FAILED)
 
 
-def list_threads(session: Session, as_json: bool) -> int:
-    rows = [asdict(info) for info in session.threads()]
-    columns = ("thread_id", "status", "updated_at", "task", "forked_from")
-    print_table(f"threads in {session.url}", columns, rows, as_json)
+def _session(location: Location) -> AbstractContextManager[Session]:
+    from bashgraph.graph.cli_session import inspection_model
+    from bashgraph.graph.config import AgentConfig
+    from bashgraph.graph.session import open_session
+
+    return open_session(location.target, model=inspection_model(), config=AgentConfig())
+
+
+def _threads(location: Location) -> list[ThreadInfo]:
+    if location.kind == "sqlite":
+        return read_threads(location.target)
+    with _session(location) as session:
+        return session.threads()
+
+
+def _history(location: Location, thread_id: str) -> list[CheckpointRow] | None:
+    if location.kind == "sqlite":
+        return read_history(location.target, thread_id)
+    with _session(location) as session:
+        if session.state(thread_id).created_at is None:  # (history() of an unknown thread raises)
+            return None
+        return session.history(thread_id)
+
+
+def list_threads(threads: Sequence[ThreadInfo], as_json: bool) -> int:
+    rows = [asdict(info) for info in threads]
+    _print(Table(THREAD_COLUMNS, rows, wide="task", empty="no threads yet"), as_json)
     return ExitStatus.OK
 
 
-def show_history(session: Session, thread_id: str, as_json: bool) -> int:
-    if session.state(thread_id).created_at is None:  # (history() of an unknown thread raises)
-        return _fail(f"no thread {thread_id} in the checkpoint database {session.url}", ExitStatus.USAGE)
-    rows = [asdict(row) for row in session.history(thread_id)]
+def show_history(history: Sequence[CheckpointRow] | None, thread_id: str, location: Location,
+                 as_json: bool) -> int:
+    if history is None:
+        return _fail(f"no thread {thread_id} in the checkpoint database {location.label}", ExitStatus.USAGE)
+    rows = [asdict(row) for row in history]
     for row in rows:
         row["next"] = ", ".join(row["next"])
-    columns = ("checkpoint_id", "step", "node", "outcomes", "next", "created_at")
-    print_table(f"history of {thread_id}", columns, rows, as_json)
+    _print(Table(HISTORY_COLUMNS, rows, wide="outcomes", empty="no checkpoints"), as_json)
     return ExitStatus.OK
+
+
+def _print(table: Table, as_json: bool) -> None:
+    print_table(table, as_json, sys.stdout, terminal=sys.stdout.isatty())
+    sys.stdout.flush()
 
 
 def fork_thread(session: Session, args: argparse.Namespace) -> int:
@@ -68,48 +104,26 @@ def fork_thread(session: Session, args: argparse.Namespace) -> int:
 
 
 def draw_graph(format: str, output: str | None) -> int:
-    from bashgraph.graph.cli_session import inspection_agent
-    from bashgraph.graph.draw import draw
+    picture: str | bytes
+    if format == "mermaid":
+        from bashgraph.graph.drawing import MERMAID
 
-    picture = draw(inspection_agent(), format)  # type: ignore[arg-type]  # argparse checked it
+        picture = MERMAID
+    else:
+        from bashgraph.graph.cli_session import inspection_agent
+        from bashgraph.graph.draw import draw
+
+        picture = draw(inspection_agent(), format)  # type: ignore[arg-type]  # argparse checked it
     data = picture.encode() if isinstance(picture, str) else picture
     if output:
         Path(output).write_bytes(data)
         return ExitStatus.OK
     if isinstance(picture, bytes) and sys.stdout.isatty():
-        return _fail("a PNG is not for the terminal: pass -o FILE or redirect stdout", ExitStatus.USAGE)
+        return _fail("a PNG image cannot be shown on a terminal: pass -o FILE or redirect stdout",
+                     ExitStatus.USAGE)
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return ExitStatus.OK
-
-
-def print_table(title: str, columns: Sequence[str], rows: list[dict[str, Any]], as_json: bool) -> None:
-    if as_json:
-        for row in rows:
-            print(json.dumps(row, default=str))
-    elif sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
-        from rich.text import Text
-
-        table = Table(title=title, title_justify="left")
-        for name in columns:
-            # Ids are copied into other commands (fork --checkpoint): never cut them short.
-            widest = max((len(_cell(row[name])) for row in rows), default=0)
-            table.add_column(name, no_wrap=name in ID_COLUMNS,
-                             min_width=widest if name in ID_COLUMNS else None)
-        for row in rows:
-            table.add_row(*(Text(_cell(row[name])) for name in columns))
-        Console(highlight=False).print(table)
-    else:
-        print("\t".join(columns))
-        for row in rows:
-            print("\t".join(_cell(row[name]).replace("\t", " ").replace("\n", " ") for name in columns))
-
-
-def _cell(value: Any) -> str:
-    """One line, control characters shown as symbols (a task or thread id may hold anything)."""
-    return "" if value is None else one_line(str(value))
 
 
 def _fail(message: str, status: ExitStatus) -> int:

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from bashgraph.graph.checkpoints import locate
-
 
 class ExitStatus(IntEnum):
     OK = 0
@@ -96,6 +94,8 @@ class ResumeHint:
 def absolute(path: str) -> str:
     """A database made absolute, so a printed command works from anywhere (PostgreSQL URLs
     unchanged; a relative `sqlite:///file` becomes the absolute file path)."""
+    from bashgraph.graph.checkpoints import locate  # (sqlite3 and friends: not for `--help`)
+
     location = locate(path)
     if location.kind == "sqlite":
         return os.path.abspath(os.path.expanduser(location.target))

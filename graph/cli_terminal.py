@@ -21,7 +21,6 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.spinner import Spinner
@@ -29,21 +28,23 @@ from rich.text import Text
 
 from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES
-from bashgraph.graph.progress import badge, duration, end_lines, job_line, step_line
+from bashgraph.graph.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
 from bashgraph.graph.state import FINAL_STATUSES
 from bashgraph.tools.visible import one_line, visible
 
 TAIL_LINES = 4
 TOKEN_LINES = 3
-_BADGE_STYLE = {"ok": "green", "exit": "yellow", "spawn": "red", "args": "magenta", "denied": "red"}
+#: Badge colours by the badge's first word; every spawn error (timeout, not found, ...) is red.
+_BADGE_STYLE = {"ok": "green", "exit": "yellow", "bad": "magenta"}
 _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
               "environment_fault": "bold magenta"}
 #: What the run waits for after a node, shown next to the spinner when no command runs.
-_WAITING_AFTER = {"agent": "starting commands", "tools": "routing", "retry": "routing",
-                  "route": "waiting for the model"}
-_WAITING_FOR_HOP = {"agent": "waiting for the model", "route": "routing",
-                    "retry": "waiting before the retry", "escalate": "escalating",
-                    "replan": "re-planning", "__end__": "finishing"}
+_WAITING_AFTER = {"agent": "starting commands", "tools": "deciding what to do next",
+                  "retry": "deciding what to do next", "route": "waiting for the model"}
+_WAITING_FOR_HOP = {"agent": "waiting for the model", "route": "deciding what to do next",
+                    "retry": "waiting a moment before running it again",
+                    "escalate": "deciding how to handle the failure",
+                    "replan": "asking the model for a new plan", "__end__": "finishing"}
 
 
 @dataclass
@@ -81,15 +82,21 @@ class TerminalRenderer:
             parts: list[RenderableType] = []
             for run in self._running.values():
                 elapsed = f"{time.monotonic() - run.started:.1f}s"
-                run.spinner.update(text=Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim")))
+                text = Text.assemble(("$ ", "dim"), run.command, (f"  {elapsed}", "dim"))
+                run.spinner.update(text=self._fit(text, 2))  # the spinner's frame and a space
                 parts.append(run.spinner)
-                parts.extend(Text("    " + line, style="dim") for line in run.tail)
+                parts.extend(self._fit(Text("    " + line, style="dim")) for line in run.tail)
             if not parts:
                 self._spinner.update(text=Text(self._waiting, style="dim"))
                 parts.append(self._spinner)
                 tokens = self._tokens.strip().split("\n")[-TOKEN_LINES:]
                 parts.extend(Text("  " + one_line(line), style="italic dim") for line in tokens if line)
             return Group(*parts)
+
+    def _fit(self, text: Text, margin: int = 0) -> Text:
+        """`text` cut at the terminal's edge (…), so the live area's lines never wrap."""
+        text.truncate(max(self.console.width - margin, 1), overflow="ellipsis")
+        return text
 
     def _start_live(self) -> None:
         if self._live is None:
@@ -146,9 +153,12 @@ class TerminalRenderer:
             self._running.pop(str(event.get("call_id")), None)
         words = badge(event)
         style = _BADGE_STYLE.get(words.split()[0], "red")
-        self.console.print(Text.assemble((f" {words} ", f"bold reverse {style}"), " ",
-                                         (f"{duration(event):>7}", "dim"), "  $ ",
-                                         one_line(str(event.get("command")))))
+        # Fixed columns, so a run's lines line up; a long command is cut at the terminal's
+        # edge rather than wrapped under the badges (--json and `history` keep it whole).
+        line = Text.assemble((f" {words:<{BADGE_WIDTH}} ", f"bold reverse {style}"), " ",
+                             (f"{duration(event):>{DURATION_WIDTH}}", "dim"), "  $ ",
+                             one_line(str(event.get("command"))))
+        self.console.print(line, no_wrap=True, overflow="ellipsis")
 
     def _on_job_start(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="cyan"))
@@ -183,7 +193,7 @@ class TerminalRenderer:
     def _on_paused(self, event: Mapping[str, Any]) -> None:
         self._stop_live()
         for question in event["questions"]:
-            self._show(question)
+            self._show(question, interactive=False)
         self.console.print(Text(one_line(f"answer with: {event['answer_with']}")), soft_wrap=True)
 
     def _on_end(self, event: Mapping[str, Any]) -> None:
@@ -201,15 +211,16 @@ class TerminalRenderer:
     def ask(self, question: Mapping[str, Any]) -> Any:
         """Show a pending question and its evidence; return the person's answer."""
         self._stop_live()
-        self._show(question)
+        self._show(question, interactive=True)
         choices = list(question.get("choices") or [])
         if question.get("kind") == "approval":
             return self._ask_approval(question, choices)
-        hint = escape(one_line(f" ({' / '.join(choices)}, or type a hint)")) if choices else ""
-        return self._prompt(f"[bold]answer[/]{hint}")
+        return self._prompt("[bold]answer[/]", questions.default(question))
 
     def _ask_approval(self, question: Mapping[str, Any], choices: list[str]) -> Any:
-        action = Prompt.ask("[bold]answer[/]", choices=choices, console=self.console)
+        # The choices are listed in the box above; the prompt shows only the default.
+        action = Prompt.ask("[bold]answer[/]", choices=choices, show_choices=False,
+                            default=questions.default(question), console=self.console)
         if action == "edit":
             requests = question.get("requests") or [{}]
             proposed = str(requests[0].get("command") or "")
@@ -222,15 +233,16 @@ class TerminalRenderer:
             return {"action": "reject", "message": message} if message else "reject"
         return action
 
-    def _prompt(self, text: str) -> str:
+    def _prompt(self, text: str, default: str | None) -> str:
         while True:
-            answer = Prompt.ask(text, console=self.console).strip()
+            answer = (Prompt.ask(text, console=self.console) if default is None
+                      else Prompt.ask(text, default=default, console=self.console)).strip()
             if answer:
                 return answer
 
-    def _show(self, question: Mapping[str, Any]) -> None:
-        self.console.print(Panel(Text("\n".join(questions.lines(question))), title="waiting for you",
-                                 title_align="left", border_style="yellow"))
+    def _show(self, question: Mapping[str, Any], *, interactive: bool) -> None:
+        text = "\n".join(questions.lines(question, interactive=interactive))
+        self.console.print(Panel(Text(text), title="waiting for you", title_align="left", border_style="yellow"))
 
     def close(self) -> None:
         self._stop_live()

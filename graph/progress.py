@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from bashgraph.graph import cli_questions as questions
 from bashgraph.graph.cli_status import ERROR_STATUSES, ResumeHint, Stop
+from bashgraph.graph.cli_words import SPAWN_WORDS, STATUS_WORDS
 from bashgraph.tools.visible import one_line
 
 
@@ -59,10 +60,18 @@ def node_events(node: str, update: Any) -> list[dict[str, Any]]:
     events = [model_reply(values)] if node == "agent" and _reply(values) else []
     events.append({
         "event": "node", "node": node, "status": values.get("status"),
-        "reason": _one_line_or_none(values.get("reason")), "next": values.get("next_hop"),
+        "reason": _one_line_or_none(values.get("reason")), "next": _next_hop(node, values),
         "attempt": values.get("spawn_retries") if node == "retry" else None,
     })
     return events
+
+
+def _next_hop(node: str, values: Mapping[str, Any]) -> str | None:
+    """Where the run goes next: `route`'s decision, or what an escalation that did not end the
+    run chose (a retry writes no message; going back to the model writes one)."""
+    if node == "escalate" and not values.get("status"):
+        return "agent" if values.get("messages") else "retry"
+    return values.get("next_hop") if node == "route" else None
 
 
 def model_reply(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,38 +133,67 @@ def _one_line_or_none(reason: Any) -> str | None:
 # ----------------------------------------------------------------------------- words
 
 
+#: Widths of the columns of a finished command's line, so that the lines of a run line up:
+#: the badge (the longest, "permission denied", fits) and the duration ("12m 05s").
+BADGE_WIDTH = 17
+DURATION_WIDTH = 8
+
+
 def badge(event: Mapping[str, Any]) -> str:
-    """How a command ended, in two words: ok / exit N / spawn error KIND / args error / denied."""
+    """How a command ended, in a word or two: ok / exit N / timeout / not found / ... / denied."""
     outcome = event.get("outcome")
     if outcome == "ok":
         return "ok"
     if outcome == "exit_error":
         return f"exit {event.get('exit_code')}"
     if outcome == "spawn_error":
-        kind = event.get("spawn_error") or "unknown"
-        return "denied" if kind == "denied" else f"spawn error {kind}"
+        kind = str(event.get("spawn_error") or "unknown")
+        return SPAWN_WORDS.get(kind, kind.replace("_", " "))
     if outcome == "args_error":
-        return "args error"
+        return "bad arguments"
     return str(outcome)
 
 
 def step_line(event: Mapping[str, Any], last_reason: str | None) -> str | None:
-    """The words for a retry, re-plan or escalation; None for the other nodes."""
+    """The words for a retry, re-plan or escalation; None for the other nodes and decisions."""
     node = event["node"]
-    if node == "retry":
-        return f"retry: re-running after a transient spawn error (attempt {event.get('attempt')})"
+    if node == "route" and event.get("next") == "retry":
+        # Said when decided: the `retry` node's own event comes after the command ran again.
+        return "The command failed for a reason that usually passes; running it again."
     if node == "replan":
-        return f"re-plan: {last_reason or 'repeated failures'}; asking the model for a new plan"
+        return f"Re-planning: {last_reason or 'repeated failures'}; the model is asked for a new plan."
     if node == "escalate":
         if event.get("status"):
-            return f"escalation: {event.get('reason') or event['status']}"
-        return "escalation: environment fault decided; continuing"
+            return None  # the run ends here: its status line says why, once
+        if event.get("next") == "retry":
+            return "Running the command again, as answered."
+        return "The model is told what happened, and the run goes on."
     return None
 
 
 def duration(event: Mapping[str, Any]) -> str:
+    """`0.01s`, `12.3s`, `2m 05s`, `1h 02m`: short enough for the duration column."""
     seconds = event.get("duration_s")
-    return f"{seconds:.2f}s" if isinstance(seconds, int | float) else ""
+    if not isinstance(seconds, int | float):
+        return ""
+    if seconds < 10:
+        return f"{seconds:.2f}s"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{int(seconds) // 60}m {int(seconds) % 60:02d}s"
+    return f"{int(seconds) // 3600}h {int(seconds) % 3600 // 60:02d}m"
+
+
+def status_line(status: str, reason: str | None) -> str:
+    """`status: done`, `status: failed: step limit reached (1)`; a reason that starts with the
+    status's own words (`environment fault: ...`) is not preceded by them again."""
+    words = STATUS_WORDS.get(status, status.replace("_", " "))
+    if status == "paused" or not reason:
+        return f"status: {words}"
+    if reason.lower().startswith(words):
+        return f"status: {reason}"
+    return f"status: {words}: {reason}"
 
 
 # ----------------------------------------------------------------------------- renderers
@@ -206,7 +244,8 @@ class PlainRenderer:
         elif kind == "command_start":
             yield f"$ {event.get('command')}"
         elif kind == "command_end":
-            yield f"  [{badge(event)}] {duration(event)} `{event.get('command')}`"
+            yield (f"  {'[' + badge(event) + ']':<{BADGE_WIDTH + 2}} {duration(event):>{DURATION_WIDTH}}"
+                   f"  $ {event.get('command')}")
         elif kind in ("job_start", "job_end"):
             yield job_line(event)
         elif kind == "node":
@@ -250,7 +289,6 @@ def job_line(event: Mapping[str, Any]) -> str:
 
 
 def end_lines(event: Mapping[str, Any]) -> Iterable[str]:
-    reason = f": {event['reason']}" if event.get("reason") else ""
-    yield f"status: {event['status']}{reason}"
+    yield status_line(str(event["status"]), event.get("reason"))
     if event.get("resume"):
         yield f"continue with: {event['resume']}"

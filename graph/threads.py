@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import HumanMessage, ToolMessage, convert_to_messages
@@ -18,11 +17,17 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
+from bashgraph.graph.checkpoint_rows import (
+    INTERRUPT_CHANNEL,
+    TASK_CHARS,
+    CheckpointRow,
+    ThreadInfo,
+    outcome_text,
+)
 from bashgraph.graph.errors import BashgraphError, ConfigError
-from bashgraph.tools.results import CommandResult, Outcome, clip
+from bashgraph.tools.results import CommandResult, clip
 
-TASK_CHARS = 200
-INTERRUPT_CHANNEL = "__interrupt__"
+__all__ = ["CheckpointRow", "ThreadInfo", "fork", "history", "list_threads", "outcome_text", "thread_config"]
 #: The node to update a fork "as", so that the graph's own edges pick the source's next node.
 _WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
     ("agent",): "replan",  # replan -> agent is unconditional
@@ -34,36 +39,6 @@ _WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
     ("escalate",): "route",
     (): "agent",  # a finished thread: its final status makes next_after_agent end it
 }
-
-
-@dataclass(frozen=True)
-class ThreadInfo:
-    """One line of `bashgraph threads`."""
-
-    thread_id: str
-    task: str
-    """The first request of a person in the thread (clipped)."""
-    status: str
-    """"paused" when waiting for a person, else the state's `status` ("running", "done", ...).
-    A thread whose worker died mid-run stays "running" until it is resumed."""
-    updated_at: str
-    """ISO time of its latest checkpoint."""
-    forked_from: str | None = None
-    """"THREAD@CHECKPOINT" when the thread was made by `fork`."""
-
-
-@dataclass(frozen=True)
-class CheckpointRow:
-    """One line of `bashgraph history THREAD`."""
-
-    checkpoint_id: str
-    step: int
-    node: str
-    """The node whose writes made this checkpoint ("input" for a new run, "fork" for a fork)."""
-    outcomes: str
-    """How the commands answered in this step ended, e.g. "ok `ls`; exit_error(2) `cat x`"."""
-    created_at: str
-    next: tuple[str, ...] = ()
 
 
 def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
@@ -183,16 +158,6 @@ def _outcome_lines(results: Iterable[Any]) -> Iterator[str]:
         for message in messages if isinstance(messages, list) else [messages]:
             if isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
                 yield outcome_text(CommandResult.from_dict(message.artifact))
-
-
-def outcome_text(result: CommandResult) -> str:
-    """`ok `ls``, `exit_error(2) `cat x``, `spawn_error(timeout) `sleep 9``."""
-    code = {
-        Outcome.EXIT_ERROR: str(result.exit_code),
-        Outcome.SPAWN_ERROR: str(result.spawn_error) if result.spawn_error else "",
-    }.get(result.outcome, "")
-    label = f"{result.outcome.value}({code})" if code else result.outcome.value
-    return f"{label} `{clip(result.command, 60)}`"
 
 
 # -- fork -----------------------------------------------------------------------------------

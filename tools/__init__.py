@@ -1,29 +1,13 @@
 """bashgraph.tools: run shell commands and say exactly how each one ended.
 
-No LangGraph import here: this layer is usable on its own. The LangChain tool (`bash`,
-`make_bash_tool`, ...) is imported on first use: langchain-core takes over a second to import,
-and `run_command` alone needs none of it.
+No LangGraph import here: this layer is usable on its own. Every public name is imported on
+first use (module `__getattr__`): the LangChain tool (`bash`, `make_bash_tool`, ...) needs
+langchain-core, which takes over a second to import, and `run_command` needs asyncio; the
+`bashgraph` command's quick paths (`--help`, `threads`) import this package and need neither.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from bashgraph.tools.environment import is_secret_name, scrub_env
-from bashgraph.tools.process import (
-    DEFAULT_GRACE,
-    DEFAULT_MAX_OUTPUT_CHARS,
-    DEFAULT_TIMEOUT,
-    arun_command,
-    run_command,
-)
-from bashgraph.tools.results import (
-    NO_OUTPUT,
-    TRANSIENT_KINDS,
-    CommandResult,
-    Outcome,
-    SpawnErrorKind,
-    render_for_model,
-)
 
 __all__ = [
     "BASH_TOOL_NAME",
@@ -56,17 +40,44 @@ if TYPE_CHECKING:
         make_bash_tool,
         validate_bash_args,
     )
+    from bashgraph.tools.environment import is_secret_name, scrub_env
+    from bashgraph.tools.process import (
+        DEFAULT_GRACE,
+        DEFAULT_MAX_OUTPUT_CHARS,
+        DEFAULT_TIMEOUT,
+        arun_command,
+        run_command,
+    )
+    from bashgraph.tools.results import (
+        NO_OUTPUT,
+        TRANSIENT_KINDS,
+        CommandResult,
+        Outcome,
+        SpawnErrorKind,
+        render_for_model,
+    )
 
-_FROM_BASH_TOOL = frozenset(
-    {"BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
-     "validate_bash_args"}
-)
+#: Where each public name lives.
+_HOMES = {
+    **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
+                     "validate_bash_args"), "bash_tool"),
+    **dict.fromkeys(("is_secret_name", "scrub_env"), "environment"),
+    **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "arun_command",
+                     "run_command"), "process"),
+    **dict.fromkeys(("NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind",
+                     "render_for_model"), "results"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The LangChain tool's names, imported from `bashgraph.tools.bash_tool` when first asked for."""
-    if name not in _FROM_BASH_TOOL:
+    """A public name, imported from its module when first asked for."""
+    home = _HOMES.get(name)
+    if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("bashgraph.tools.bash_tool"), name)
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

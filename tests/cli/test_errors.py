@@ -56,7 +56,7 @@ def test_model_error_keeps_the_thread_and_resume_succeeds(
     assert failed.code == 1, failed.err
     status, resume = failed.out.splitlines()[-2:]
     url = options[1] if options[:1] == ("--base-url",) else openai_server.base_url
-    assert status.startswith("status: model_error: ")
+    assert status.startswith("status: model error: ")
     assert f"the model server at {url}" in status
     assert words in status
     assert resume == " ".join(["continue with: bashgraph resume m1", *options])

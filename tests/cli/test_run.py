@@ -19,7 +19,7 @@ def test_run_shows_each_command_and_the_answer_then_exits_0(cli: Cli, openai_ser
     lines = result.out.splitlines()
     assert lines[0] == "thread t1"
     assert "$ echo hello > greeting; cat greeting" in lines
-    assert any(line.startswith("  [ok] ") and line.endswith("`echo hello > greeting; cat greeting`")
+    assert any(line.startswith("  [ok]  ") and line.endswith("s  $ echo hello > greeting; cat greeting")
                for line in lines)
     assert lines[-2:] == ["final answer: wrote the greeting", "status: done"]
     assert (cli.workdir / "greeting").read_text() == "hello\n"
@@ -66,8 +66,9 @@ def test_paused_run_exits_3_and_resume_with_a_hint_finishes(cli: Cli, openai_ser
     openai_server.add(tool_call("bash", {"command": "sleep 5", "timeout": 0.2}))
     paused = cli("run", "wait", "--thread", "p1")
     assert paused.code == 3, paused.err
-    assert "question: `sleep 5`: timeout (timeout after 0.2s" in paused.out
-    assert "  choices: retry, skip, abort, or any other text as a hint" in paused.out
+    assert "`sleep 5` could not run to its end: timeout after 0.2s" in paused.out
+    assert "Choices:\n  retry  run the command again" in paused.out
+    assert "  or type a hint for the model\n" in paused.out
     assert "answer with: bashgraph resume p1 --answer retry|skip|abort|TEXT" in paused.out
 
     again = cli("resume", "p1", "--json")  # still nobody to answer: nothing runs
@@ -93,7 +94,7 @@ def test_environment_fault_exits_4_and_resume_asks_again(cli: Cli, openai_server
     openai_server.add(tool_call("bash", {"command": "sleep 5", "timeout": 0.2}))
     stopped = cli("run", "wait", "--thread", "e1", "--on-env-error", "stop", "--db", str(cli.db))
     assert stopped.code == 4, stopped.err
-    assert "status: environment_fault: environment fault: `sleep 5`: timeout" in stopped.out
+    assert "status: environment fault: `sleep 5`: timeout" in stopped.out
     assert stopped.out.splitlines()[-1] == f"continue with: bashgraph resume e1 --db {cli.db} --on-env-error stop"
     openai_server.add(text("skipped the wait"))
     resumed = cli("resume", "e1", "--answer", "skip", "--on-env-error", "stop", "--json")
@@ -119,7 +120,7 @@ def test_approval_pauses_and_an_edit_answer_runs_another_command(
     openai_server.add(tool_call("bash", {"command": "echo first > note"}))
     paused = cli("run", "write a note", "--thread", "a1", "--rule", "ask:echo *")
     assert paused.code == 3, paused.err
-    assert "question: approval needed for `echo first > note`" in paused.out
+    assert "Approval needed to run `echo first > note`" in paused.out
     assert not (cli.workdir / "note").exists()
     answer_with = "answer with: bashgraph resume a1 --rule 'ask:echo *' --answer approve|reject|"
     assert answer_with + "'{\"action\": \"edit\", \"command\": \"...\"}'" in paused.out

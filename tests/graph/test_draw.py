@@ -71,3 +71,13 @@ def test_unknown_format_is_a_clear_error(agent: object) -> None:
     """A typo in the format names the choices."""
     with pytest.raises(BashgraphError, match="choose one of"):
         draw(agent, "svg")  # type: ignore[arg-type]
+
+
+def test_the_stored_mermaid_is_what_the_real_graph_draws() -> None:
+    """`bashgraph graph` prints a stored copy (it starts without building the graph); it must be
+    the drawing of the graph as built now. After a change to the graph, copy the new drawing
+    into graph/drawing.py."""
+    from bashgraph.graph.cli_session import inspection_agent
+    from bashgraph.graph.drawing import MERMAID
+
+    assert draw(inspection_agent(), "mermaid") == MERMAID

@@ -32,3 +32,20 @@ def test_every_exported_name_resolves() -> None:
         assert getattr(tools, name) is not None, name
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = tools.no_such_name
+
+
+def test_every_name_of_the_graph_package_resolves() -> None:
+    """`bashgraph.graph` exports its names lazily too: each resolves, unknown names raise."""
+    from bashgraph import graph
+
+    for name in graph.__all__:
+        assert getattr(graph, name) is not None, name
+    assert set(graph.__all__) <= set(dir(graph))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = graph.no_such_name
+
+
+def test_the_cli_module_imports_neither_langchain_nor_langgraph() -> None:
+    code = ("import sys, bashgraph.graph.cli, bashgraph.graph, bashgraph.tools; "
+            "print(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph'))))")
+    assert run_python(code) == "[]"
