@@ -5,8 +5,9 @@ quick paths (`--help`, `threads`, `history`) import this package without LangCha
 which take most of a second to import.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bashgraph.tools.lazy_exports import lazy_exports
 
 __all__ = [
     "AgentConfig",
@@ -51,15 +52,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module when first asked for."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__, globals())

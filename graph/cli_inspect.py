@@ -22,6 +22,7 @@ from bashgraph.graph.checkpoints import Location, locate
 from bashgraph.graph.cli_status import ExitStatus, ResumeHint, absolute
 from bashgraph.graph.cli_tables import Table, print_table
 from bashgraph.graph.errors import BashgraphError, ConfigError, StoreError
+from bashgraph.graph.saver_guard import read_errors
 from bashgraph.tools.visible import one_line
 
 if TYPE_CHECKING:
@@ -59,14 +60,16 @@ def _session(location: Location) -> AbstractContextManager[Session]:
 
 def _threads(location: Location) -> list[ThreadInfo]:
     if location.kind == "sqlite":
-        return read_threads(location.target)
+        with read_errors(location):
+            return read_threads(location.target)
     with _session(location) as session:
         return session.threads()
 
 
 def _history(location: Location, thread_id: str) -> list[CheckpointRow] | None:
     if location.kind == "sqlite":
-        return read_history(location.target, thread_id)
+        with read_errors(location):
+            return read_history(location.target, thread_id)
     with _session(location) as session:
         if session.state(thread_id).created_at is None:  # (history() of an unknown thread raises)
             return None

@@ -17,12 +17,13 @@ import pickle
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.checkpoints import Location, first_line, store_errors
 from bashgraph.graph.errors import StoreError
+
+if TYPE_CHECKING:  # a type only: `threads` and `history` use read_errors without LangGraph
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 #: What decoding damaged stored bytes raises (msgpack and JSON errors are ValueErrors).
 DECODE_ERRORS: tuple[type[Exception], ...] = (

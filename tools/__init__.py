@@ -6,8 +6,9 @@ langchain-core, which takes over a second to import, and `run_command` needs asy
 `bashgraph` command's quick paths (`--help`, `threads`) import this package and need neither.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bashgraph.tools.lazy_exports import lazy_exports
 
 __all__ = [
     "BASH_TOOL_NAME",
@@ -69,15 +70,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module when first asked for."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__, globals())

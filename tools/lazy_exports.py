@@ -1,0 +1,29 @@
+"""Module `__getattr__` / `__dir__` for a package whose public names load on first use.
+
+Both packages export this way, so the `bashgraph` command's quick paths (`--help`, `threads`)
+import neither LangChain nor LangGraph just by importing a package.
+"""
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+
+def lazy_exports(
+    package: str, homes: Mapping[str, str], names: Sequence[str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """(`__getattr__`, `__dir__`) for `package`: `homes` maps each public name to its module."""
+
+    def __getattr__(name: str) -> Any:
+        """A public name, imported from its module when first asked for."""
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted([*namespace, *names])
+
+    return __getattr__, __dir__
