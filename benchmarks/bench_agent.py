@@ -45,10 +45,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.checkpoints import aopen_checkpointer
-from bashgraph.graph.journal import SqliteJournal
-from bashgraph.graph.session import open_session
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.store.checkpoints import aopen_checkpointer
+from bashgraph.graph.store.journal import SqliteJournal
+from bashgraph.graph.store.session import open_session
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 from bashgraph.tools.results import CommandResult, Outcome
 
 TARGET_STEP = 0.90
@@ -75,7 +75,7 @@ async def abash(command: str) -> str:
 
 
 def script(steps: int, command: str) -> list[AIMessage]:
-    return [*(run(command) for _ in range(steps)), answer("done")]
+    return [*(calls_reply(command) for _ in range(steps)), answer("done")]
 
 
 def task() -> Any:

@@ -32,8 +32,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.session import open_session
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.store.session import open_session
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 COMMAND = "head -c 10240 /dev/zero | tr '\\0' a"
 TARGET_STEP_RATIO = 0.8
@@ -48,7 +48,7 @@ def bash(command: str) -> str:
 
 
 def script(steps: int) -> list[AIMessage]:
-    return [*(run(COMMAND) for _ in range(steps)), answer("done")]
+    return [*(calls_reply(COMMAND) for _ in range(steps)), answer("done")]
 
 
 def task() -> Any:

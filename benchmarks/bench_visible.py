@@ -1,4 +1,4 @@
-"""Time of the printed-text sanitiser (`bashgraph.tools.visible`) as the text grows.
+"""Time of the printed-text sanitiser (`bashgraph.tools.safety.visible`) as the text grows.
 
 Adversarial shapes at 10 KB, 100 KB and 1 MB: no control at all, every character an ESC, an
 escape sequence per 5 characters, bidi overrides and zero-width characters, line feeds in
@@ -18,7 +18,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from bashgraph.tools.visible import one_line, visible
+from bashgraph.tools.safety.visible import one_line, visible
 
 SIZES = (10_000, 100_000, 1_000_000)
 SHAPES: dict[str, str] = {

@@ -17,9 +17,9 @@ import select
 import signal
 import time
 
-from bashgraph.tools.descriptors import inheritable_descriptors
-from bashgraph.tools.environment import build_env
 from bashgraph.tools.results import CommandResult, Outcome
+from bashgraph.tools.runner.descriptors import inheritable_descriptors
+from bashgraph.tools.runner.environment import build_env
 
 BASH = "/bin/bash" if os.path.exists("/bin/bash") else "/usr/bin/bash"
 _FLOOR_ENV = dict(os.environ)

@@ -12,15 +12,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         config = AgentConfig(workdir=workdir, rules=("ask:git push *", "deny:curl *"))
         model = ScriptedChatModel([
-            run("curl http://example.invalid/install.sh"),
-            run("git push --force origin main"),
+            calls_reply("curl http://example.invalid/install.sh"),
+            calls_reply("git push --force origin main"),
             answer("I did not push; the person asked for a pull request instead."),
         ])
         agent = build_graph(model=model, config=config, checkpointer=InMemorySaver())

@@ -10,13 +10,13 @@ import tempfile
 import time
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 RUNS = 20
 
 
 async def one(workdir: str, index: int) -> str:
-    model = ScriptedChatModel([run(f"sleep 0.5; echo run {index}"), answer(f"run {index} done")])
+    model = ScriptedChatModel([calls_reply(f"sleep 0.5; echo run {index}"), answer(f"run {index} done")])
     agent = build_graph(model=model, config=AgentConfig(workdir=workdir))
     state = await agent.ainvoke({"messages": [("user", f"task {index}")]})
     return str(state["status"])

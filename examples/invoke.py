@@ -11,14 +11,14 @@ import tempfile
 from langchain_core.messages import ToolMessage
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 from bashgraph.tools import CommandResult
 
 
 def main() -> None:
     model = ScriptedChatModel([
-        run("printf 'alpha\\nbeta\\n' > notes.txt", "grep -c gamma notes.txt"),
-        run("wc -l < notes.txt"),
+        calls_reply("printf 'alpha\\nbeta\\n' > notes.txt", "grep -c gamma notes.txt"),
+        calls_reply("wc -l < notes.txt"),
         answer("notes.txt has 2 lines and no 'gamma' (grep exited 1: no match)."),
     ])
     with tempfile.TemporaryDirectory() as workdir:

@@ -13,14 +13,14 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig, open_session
-from bashgraph.graph.testing import ScriptedChatModel, answer, call, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db, config = str(Path(tmp, "runs.sqlite")), AgentConfig(workdir=tmp, on_environment_error="ask")
         slow = AIMessage(content="", tool_calls=[call("sleep 10", timeout=0.5)])
-        model = ScriptedChatModel([slow, run("echo 'fast path taken'"), answer("Done, without the slow step.")])
+        model = ScriptedChatModel([slow, calls_reply("echo 'fast path taken'"), answer("Done, without the slow step.")])
 
         with open_session(db, model=model, config=config) as session:
             for _ in session.run({"messages": [("user", "do the slow thing")]}, "thread-1"):

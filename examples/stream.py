@@ -10,13 +10,13 @@ import tempfile
 from typing import Any
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 
 def main() -> None:
     model = ScriptedChatModel([
-        run("ls /definitely-not-here"),
-        run("ls /"),
+        calls_reply("ls /definitely-not-here"),
+        calls_reply("ls /"),
         answer("The root directory is listed above."),
     ])
     with tempfile.TemporaryDirectory() as workdir:

@@ -28,7 +28,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from bashgraph.graph.build import build_graph, make_graph
-    from bashgraph.graph.checkpoints import open_checkpointer
     from bashgraph.graph.config import AgentConfig
     from bashgraph.graph.draw import draw
     from bashgraph.graph.errors import (
@@ -39,15 +38,16 @@ if TYPE_CHECKING:
         ThreadBusyError,
         UnfinishedThreadError,
     )
-    from bashgraph.graph.session import Session, open_session
     from bashgraph.graph.state import AgentState
+    from bashgraph.graph.store.checkpoints import open_checkpointer
+    from bashgraph.graph.store.session import Session, open_session
 
 #: Where each public name lives.
 _HOMES = {
-    "build_graph": "build", "make_graph": "build", "open_checkpointer": "checkpoints",
+    "build_graph": "build", "make_graph": "build", "open_checkpointer": "store.checkpoints",
     "AgentConfig": "config", "draw": "draw", "BashgraphError": "errors", "ConfigError": "errors",
     "ModelError": "errors", "StoreError": "errors", "ThreadBusyError": "errors",
-    "UnfinishedThreadError": "errors", "Session": "session", "open_session": "session",
+    "UnfinishedThreadError": "errors", "Session": "store.session", "open_session": "store.session",
     "AgentState": "state",
 }
 

@@ -20,8 +20,8 @@ from bashgraph.graph.checks import Check, Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.nodes import pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
-from bashgraph.tools.policy import Policy, load_policy
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
+from bashgraph.tools.safety.policy import Policy, load_policy
 
 APPROVAL_CHOICES = ("approve", "reject", "edit")
 

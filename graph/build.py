@@ -46,7 +46,7 @@ def build_graph(
     store: BaseStore | None = None,
     journal: Journal | None = None,
 ) -> Agent:
-    """Compile the agent. `journal` makes resumes exactly-once (see graph/journal.py and graph/session.py)."""
+    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `store/session.py`)."""
     config = config or AgentConfig()
     executor = Executor(config, journal)
     checker = Checker(make_policy(config))
@@ -100,7 +100,7 @@ def make_graph(config: RunnableConfig | None = None) -> Agent:
 
     No checkpointer: `langgraph dev` and the LangGraph server bring their own.
     """
-    from bashgraph.graph.models import make_chat_model  # deferred: picks and loads a model
+    from bashgraph.graph.models.factory import make_chat_model  # deferred: picks and loads a model
 
     settings = AgentConfig.from_env()
     return build_graph(model=make_chat_model(settings), config=settings)

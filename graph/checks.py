@@ -17,7 +17,7 @@ from langchain_core.messages import ToolCall
 from typing_extensions import TypedDict
 
 from bashgraph.tools.bash_tool import checkable_command
-from bashgraph.tools.policy import Policy
+from bashgraph.tools.safety.policy import Policy
 
 
 class Check(TypedDict):

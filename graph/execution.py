@@ -37,16 +37,16 @@ from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME, validate_bash_args
-from bashgraph.tools.capture import default_spill_dir
-from bashgraph.tools.handover import in_thread
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
-from bashgraph.tools.jobs import JobRequest
-from bashgraph.tools.live import OutputCallback
-from bashgraph.tools.process import arun_command, run_command
-from bashgraph.tools.reaper import sweep
-from bashgraph.tools.redact import Redactor
+from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
-from bashgraph.tools.sandbox import BwrapSandbox, sandbox_available
+from bashgraph.tools.runner.capture import default_spill_dir
+from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools.runner.live import OutputCallback
+from bashgraph.tools.runner.process import arun_command, run_command
+from bashgraph.tools.runner.reaper import sweep
+from bashgraph.tools.safety.redact import Redactor
+from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
 
 #: Set in each journaled command's environment to its journal row's marker; every process the
 #: command starts inherits it, so a later resume can find them after this process died.
@@ -69,7 +69,7 @@ class JournalEntry:
 
 
 class Journal(Protocol):
-    """Durable record of commands, so a resume never runs one twice (see graph/journal.py)."""
+    """Durable record of commands, so a resume never runs one twice (see graph/store/journal.py)."""
 
     def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None: ...
 
@@ -320,12 +320,12 @@ class Executor:
 
     def _with_journal(self, ctx: CallContext) -> CallContext:
         """`ctx` with its journal: the session's; else, inside a run that has a LangGraph store
-        (the server gives every run one), a journal kept in that store (graph/store_journal.py)."""
+        (the server gives every run one), a journal kept in that store (graph/store/store_journal.py)."""
         if ctx.journal is not None or ctx.thread_id is None:
             return ctx
         if self.journal is not None:
             return dataclasses.replace(ctx, journal=self.journal)
-        from bashgraph.graph.store_journal import StoreJournal, store_of  # it imports this module
+        from bashgraph.graph.store.store_journal import StoreJournal, store_of  # it imports this module
 
         store = store_of()
         return dataclasses.replace(ctx, journal=StoreJournal(store)) if store is not None else ctx

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from bashgraph.tools.job_sweep import sweep_marker
 from bashgraph.tools.job_tools import KILL_TOOL_NAME, unknown_job
-from bashgraph.tools.jobs import Job, JobRequest, JobTable, started_result
+from bashgraph.tools.jobs.sweep import sweep_marker
+from bashgraph.tools.jobs.table import Job, JobRequest, JobTable, started_result
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
 
 #: Why a job was stopped, as its journal row and the model read it.
@@ -59,7 +59,7 @@ class JobRow:
 
 @runtime_checkable
 class JobJournal(Protocol):
-    """The journal's job rows (graph/journal.py); a journal without them records no jobs."""
+    """The journal's job rows (graph/store/journal.py); a journal without them records no jobs."""
 
     def job_started(self, thread_id: str, row: JobRow) -> None: ...
 

@@ -22,12 +22,12 @@ from langgraph.types import StreamWriter
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import CallContext, Executor
-from bashgraph.graph.replies import UNENCODABLE_ARGS, encodable_reply
+from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
-from bashgraph.tools.handover import in_thread
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
+from bashgraph.tools.runner.drive import in_thread
 
 
 def pending_calls(message: AIMessage) -> list[ToolCall]:
@@ -261,7 +261,7 @@ def _is_valid(call: ToolCall) -> bool:
 
 def _invalid(call: ToolCall) -> CommandResult:
     reason = str(call["args"]["__invalid__"])
-    if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/replies.py)
+    if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/models/replies.py)
         return args_error(reason)
     return args_error(f"the tool call's arguments are not valid JSON ({reason})")
 
@@ -277,7 +277,7 @@ def start_event(call: ToolCall, cwd: str | None) -> dict[str, Any]:
 
 def output_events(call: ToolCall, emit: StreamWriter) -> Callable[[str, str], None]:
     """Live output of `call` as custom stream events (a few per second at most, see
-    `bashgraph.tools.live`): `{"event": "command_output", "call_id", "stream", "text"}`."""
+    `bashgraph.tools.runner.live`): `{"event": "command_output", "call_id", "stream", "text"}`."""
     call_id = call.get("id")
 
     def on_output(stream: str, text: str) -> None:

@@ -38,7 +38,7 @@ class Counters:
 
 
 @dataclass(frozen=True)
-class Decision:
+class RouteDecision:
     """What `route` writes into state: the next hop, the updated counters, and why."""
 
     hop: Hop
@@ -80,7 +80,7 @@ def is_repeat(failure: Failure, history: list[Failure]) -> bool:
 
 def decide_after_tools(
     results: list[CommandResult], state: AgentState, config: AgentConfig
-) -> Decision:
+) -> RouteDecision:
     """Route one batch of tool results. Worst outcome wins: environment > args > exit > ok."""
     history = list(state.get("failures", []))
     new = [failure_of(r) for r in results if not r.ok]
@@ -100,34 +100,34 @@ def decide_after_tools(
         return _decide_environment(env_faults, counters, history, config)
     if counters.args_errors >= config.max_args_errors:
         reason = f"{counters.args_errors} invalid tool calls in a row"
-        return Decision(END, counters, history, status="failed", reason=reason)
+        return RouteDecision(END, counters, history, status="failed", reason=reason)
     streak = counters.exit_streak >= config.replan_after
     if streak or exit_repeat or denied_again:
         return _decide_replan(state, counters, history, config, streak)
-    return Decision("agent", counters, history)
+    return RouteDecision("agent", counters, history)
 
 
 def _decide_environment(
     faults: list[CommandResult], counters: Counters, history: list[Failure], config: AgentConfig
-) -> Decision:
+) -> RouteDecision:
     all_transient = all(r.transient for r in faults)
     if all_transient and counters.spawn_retries < config.max_spawn_retries:
-        return Decision("retry", counters, history)
-    return Decision("escalate", counters, history)
+        return RouteDecision("retry", counters, history)
+    return RouteDecision("escalate", counters, history)
 
 
 def _decide_replan(
     state: AgentState, counters: Counters, history: list[Failure], config: AgentConfig,
     streak: bool,
-) -> Decision:
+) -> RouteDecision:
     if state.get("replans", 0) >= config.max_replans:
         reason = f"no progress after {config.max_replans} re-plans"
-        return Decision(END, counters, history, status="failed", reason=reason)
+        return RouteDecision(END, counters, history, status="failed", reason=reason)
     why = (
         f"{counters.exit_streak} failed commands in a row" if streak
         else "the same command failed the same way twice"
     )
-    return Decision("replan", counters, history, reason=why)
+    return RouteDecision("replan", counters, history, reason=why)
 
 
 def routing_view(state: AgentState, reply_id: str) -> tuple[AgentState, dict[str, Any]]:

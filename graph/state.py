@@ -15,8 +15,8 @@ from langgraph.channels.delta import DeltaChannel
 # input/output JSON schema (LangGraph Studio shows no input form, the server logs a warning).
 from typing_extensions import TypedDict
 
-from bashgraph.graph.checkpoints import merge_message_batches
 from bashgraph.graph.checks import PolicyChecks
+from bashgraph.graph.store.checkpoints import merge_message_batches
 from bashgraph.tools.results import CommandResult
 
 RunStatus = Literal["running", "done", "failed", "aborted", "environment_fault"]

@@ -34,7 +34,7 @@ def call(command: str, *, timeout: float | None = None, id: str | None = None) -
     return ToolCall(name="bash", args=args, id=id or f"call_{next(_ids)}", type="tool_call")
 
 
-def run(*commands: str) -> AIMessage:
+def calls_reply(*commands: str) -> AIMessage:
     """A model reply that runs `commands` (in parallel when there are several)."""
     return AIMessage(content="", tool_calls=[call(c) for c in commands])
 

@@ -41,14 +41,6 @@ if TYPE_CHECKING:
         make_bash_tool,
         validate_bash_args,
     )
-    from bashgraph.tools.environment import is_secret_name, scrub_env
-    from bashgraph.tools.process import (
-        DEFAULT_GRACE,
-        DEFAULT_MAX_OUTPUT_CHARS,
-        DEFAULT_TIMEOUT,
-        arun_command,
-        run_command,
-    )
     from bashgraph.tools.results import (
         NO_OUTPUT,
         TRANSIENT_KINDS,
@@ -57,14 +49,22 @@ if TYPE_CHECKING:
         SpawnErrorKind,
         render_for_model,
     )
+    from bashgraph.tools.runner.environment import is_secret_name, scrub_env
+    from bashgraph.tools.runner.process import (
+        DEFAULT_GRACE,
+        DEFAULT_MAX_OUTPUT_CHARS,
+        DEFAULT_TIMEOUT,
+        arun_command,
+        run_command,
+    )
 
 #: Where each public name lives.
 _HOMES = {
     **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
                      "validate_bash_args"), "bash_tool"),
-    **dict.fromkeys(("is_secret_name", "scrub_env"), "environment"),
+    **dict.fromkeys(("is_secret_name", "scrub_env"), "runner.environment"),
     **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "arun_command",
-                     "run_command"), "process"),
+                     "run_command"), "runner.process"),
     **dict.fromkeys(("NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind",
                      "render_for_model"), "results"),
 }

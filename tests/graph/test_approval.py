@@ -13,7 +13,7 @@ from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.approval import read_verdict, read_verdicts
-from bashgraph.graph.testing import ScriptedChatModel, answer, call, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 from bashgraph.tools import CommandResult
 
 
@@ -35,7 +35,7 @@ def tool_results(state: dict[str, Any]) -> list[CommandResult]:
 def test_a_rule_that_asks_pauses_before_the_command_runs(tmp_path: Path) -> None:
     """`sudo` matches a default ask rule: interrupt with command, rule and reason; nothing ran."""
     marker = tmp_path / "ran"
-    agent, _, config = start([run(f"sudo touch {marker}")], tmp_path)
+    agent, _, config = start([calls_reply(f"sudo touch {marker}")], tmp_path)
     [pending] = agent.get_state(config).interrupts
     request = pending.value["requests"][0]
     assert pending.value["kind"] == "approval"
@@ -48,7 +48,7 @@ def test_a_rule_that_asks_pauses_before_the_command_runs(tmp_path: Path) -> None
 
 def test_approve_runs_the_command(tmp_path: Path) -> None:
     """Answering approve lets the asked command run and the run continue."""
-    agent, model, config = start([run("rm -rf /tmp/bashgraph-approval-test-nothing"), answer("done")],
+    agent, model, config = start([calls_reply("rm -rf /tmp/bashgraph-approval-test-nothing"), answer("done")],
                                  tmp_path, approval="always")
     state = agent.invoke(Command(resume="approve"), config)
     model.assert_done()
@@ -59,7 +59,7 @@ def test_approve_runs_the_command(tmp_path: Path) -> None:
 def test_reject_answers_denied_with_the_message_and_goes_to_the_model(tmp_path: Path) -> None:
     """A rejected command never runs: spawn_error/denied carrying the person's message -> agent."""
     marker = tmp_path / "ran"
-    agent, model, config = start([run(f"touch {marker}"), answer("ok, not doing it")], tmp_path,
+    agent, model, config = start([calls_reply(f"touch {marker}"), answer("ok, not doing it")], tmp_path,
                                  approval="always")
     state = agent.invoke(Command(resume={"action": "reject", "message": "not on Fridays"}), config)
     model.assert_done()
@@ -74,7 +74,7 @@ def test_reject_answers_denied_with_the_message_and_goes_to_the_model(tmp_path: 
 
 def test_edit_runs_the_changed_command_and_the_model_sees_it(tmp_path: Path) -> None:
     """An edit replaces the call's command in the model's reply, and the edited one runs."""
-    agent, model, config = start([run("echo original"), answer("ok")], tmp_path, approval="always")
+    agent, model, config = start([calls_reply("echo original"), answer("ok")], tmp_path, approval="always")
     state = agent.invoke(Command(resume={"action": "edit", "command": "echo edited"}), config)
     model.assert_done()
     [result] = tool_results(state)
@@ -86,7 +86,7 @@ def test_edit_runs_the_changed_command_and_the_model_sees_it(tmp_path: Path) -> 
 
 def test_an_unreadable_answer_asks_again_instead_of_failing(tmp_path: Path) -> None:
     """A typo in the answer re-asks with the problem named; a good answer then proceeds."""
-    agent, model, config = start([run("echo hi"), answer("ok")], tmp_path, approval="always")
+    agent, model, config = start([calls_reply("echo hi"), answer("ok")], tmp_path, approval="always")
     agent.invoke(Command(resume="maybe"), config)
     [pending] = agent.get_state(config).interrupts
     assert "unreadable approval answer" in pending.value["error"]
@@ -98,7 +98,7 @@ def test_an_unreadable_answer_asks_again_instead_of_failing(tmp_path: Path) -> N
 def test_a_deny_rule_answers_without_asking_and_routes_to_the_model(tmp_path: Path) -> None:
     """deny -> spawn_error/denied, no interrupt, back to the model (not escalate)."""
     marker = tmp_path / "ran"
-    steps = [run(f"touch {marker}"), answer("understood")]
+    steps = [calls_reply(f"touch {marker}"), answer("understood")]
     model = ScriptedChatModel(steps)
     agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("deny:touch *",)))
     state = agent.invoke({"messages": [HumanMessage("task")]})
@@ -112,7 +112,7 @@ def test_a_deny_rule_answers_without_asking_and_routes_to_the_model(tmp_path: Pa
 
 def test_a_batch_runs_allowed_calls_and_refuses_denied_ones(tmp_path: Path) -> None:
     """Per-call decisions in one reply: the allowed call runs, the denied one is answered."""
-    model = ScriptedChatModel([run("echo fine", "touch nope"), answer("ok")])
+    model = ScriptedChatModel([calls_reply("echo fine", "touch nope"), answer("ok")])
     agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("deny:touch *",)))
     state = agent.invoke({"messages": [HumanMessage("task")]})
     results = tool_results(state)
@@ -121,7 +121,7 @@ def test_a_batch_runs_allowed_calls_and_refuses_denied_ones(tmp_path: Path) -> N
 
 def test_repeating_a_denied_command_replans(tmp_path: Path) -> None:
     """The model must choose another way: the same denied command twice asks for a new plan."""
-    steps = [run("touch x"), run("touch x"), answer("giving up")]
+    steps = [calls_reply("touch x"), calls_reply("touch x"), answer("giving up")]
     model = ScriptedChatModel(steps)
     agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("deny:touch *",)))
     state = agent.invoke({"messages": [HumanMessage("task")]})
@@ -131,7 +131,9 @@ def test_repeating_a_denied_command_replans(tmp_path: Path) -> None:
 
 def test_approval_never_still_denies(tmp_path: Path) -> None:
     """Mode never skips questions but deny rules still hold."""
-    model = ScriptedChatModel([run("sudo true"), AIMessage(content="", tool_calls=[call("touch y")]), answer("ok")])
+    model = ScriptedChatModel([
+        calls_reply("sudo true"), AIMessage(content="", tool_calls=[call("touch y")]), answer("ok"),
+    ])
     config = AgentConfig(workdir=str(tmp_path), approval="never", rules=("deny:touch *",))
     state = build_graph(model=model, config=config).invoke({"messages": [HumanMessage("task")]})
     outcomes = [(r.command, r.spawn_error) for r in tool_results(state)]
@@ -174,7 +176,7 @@ def test_an_edit_beside_a_malformed_call_keeps_tool_call_ids_unique(tmp_path: Pa
 def test_each_call_is_checked_once_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`agent` checks each call once; the edge after it and `approve` (even when re-run on resume
     after the question) use that check instead of asking the policy again."""
-    from bashgraph.tools.policy import Policy
+    from bashgraph.tools.safety.policy import Policy
 
     seen: list[str] = []
     decide = Policy.decide
@@ -185,7 +187,7 @@ def test_each_call_is_checked_once_per_step(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(Policy, "decide", counting)
     marker = tmp_path / "ran"
-    agent, model, config = start([run("echo hi", f"sudo touch {marker}"), answer("done")], tmp_path)
+    agent, model, config = start([calls_reply("echo hi", f"sudo touch {marker}"), answer("done")], tmp_path)
     assert agent.get_state(config).next == ("approve",)
     state = agent.invoke(Command(resume="reject"), config)
     model.assert_done()
@@ -196,7 +198,7 @@ def test_each_call_is_checked_once_per_step(tmp_path: Path, monkeypatch: pytest.
 def test_a_stored_check_is_used_only_for_the_command_it_checked(tmp_path: Path) -> None:
     """A call changed after its check (same id), another directory or another policy: checked again."""
     from bashgraph.graph.checks import Checker
-    from bashgraph.tools.policy import Policy, Rule
+    from bashgraph.tools.safety.policy import Policy, Rule
 
     checker = Checker(Policy([Rule("rm *", "deny")], workdir=str(tmp_path)))
     original = call("echo hi", id="c1")

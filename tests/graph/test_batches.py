@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, call, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 from bashgraph.tools import CommandResult
 
 FAST = {"retry_backoff_s": 0.01, "retry_backoff_max_s": 0.02}
@@ -54,7 +54,7 @@ def test_a_retried_batch_does_not_replan_on_its_own_exit_error(tmp_path: Path) -
 
 def test_a_new_reply_gets_a_fresh_retry_budget(tmp_path: Path) -> None:
     """Retries spent on one batch (then handed to the model) do not starve the next batch."""
-    steps = [run("kill -9 $$"), run(flaky(1, "cnt2")), answer("ok")]
+    steps = [calls_reply("kill -9 $$"), calls_reply(flaky(1, "cnt2")), answer("ok")]
     agent, model = agent_for(steps, tmp_path, on_environment_error="model", max_spawn_retries=2)
     state = go(agent)
     model.assert_done()
@@ -74,7 +74,8 @@ def test_a_retry_runs_in_the_directory_the_call_started_in(tmp_path: Path) -> No
 
 def test_limits_apply_per_run_on_a_reused_thread(tmp_path: Path) -> None:
     """A follow-up task on a finished thread starts with fresh counters (steps, re-plans)."""
-    agent, model = agent_for([run("true"), answer("one"), run("true"), answer("two")], tmp_path, max_steps=2)
+    script = [calls_reply("true"), answer("one"), calls_reply("true"), answer("two")]
+    agent, model = agent_for(script, tmp_path, max_steps=2)
     assert go(agent, "first")["status"] == "done"
     state = go(agent, "second")
     model.assert_done()
@@ -94,7 +95,7 @@ def test_an_args_error_repeat_does_not_replan_a_new_exit_error(tmp_path: Path) -
 
 def test_a_lone_surrogate_in_a_command_is_an_args_error(tmp_path: Path) -> None:
     """Text that cannot be encoded is refused before the journal or the shell sees it."""
-    agent, _ = agent_for([run("echo \udc80"), answer("ok")], tmp_path)
+    agent, _ = agent_for([calls_reply("echo \udc80"), answer("ok")], tmp_path)
     state = go(agent)
     [result] = [CommandResult.from_dict(m.artifact) for m in state["messages"] if isinstance(m, ToolMessage)]
     assert result.outcome == "args_error"

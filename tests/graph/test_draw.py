@@ -76,8 +76,8 @@ def test_unknown_format_is_a_clear_error(agent: object) -> None:
 def test_the_stored_mermaid_is_what_the_real_graph_draws() -> None:
     """`bashgraph graph` prints a stored copy (it starts without building the graph); it must be
     the drawing of the graph as built now. After a change to the graph, copy the new drawing
-    into graph/drawing.py."""
-    from bashgraph.graph.cli_session import inspection_agent
-    from bashgraph.graph.drawing import MERMAID
+    into graph/cli/stored_drawing.py."""
+    from bashgraph.graph.cli.stored_drawing import MERMAID
+    from bashgraph.graph.store.async_session import inspection_agent
 
     assert draw(inspection_agent(), "mermaid") == MERMAID

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 from bashgraph.tools import CommandResult
 
 FAST = {"retry_backoff_s": 0.01, "retry_backoff_max_s": 0.02}
@@ -39,7 +39,7 @@ def human_texts(model: ScriptedChatModel) -> list[str]:
 
 def test_ok_output_reaches_the_model_and_the_run_is_done(tmp_path: Path) -> None:
     """exit 0 -> agent; the model's answer ends the run as done."""
-    agent, model = make([run("echo hello; echo warn >&2"), answer("done")], tmp_path)
+    agent, model = make([calls_reply("echo hello; echo warn >&2"), answer("done")], tmp_path)
     state = invoke(agent)
     model.assert_done()
     tool = next(m for m in model.received[1] if isinstance(m, ToolMessage))
@@ -49,7 +49,7 @@ def test_ok_output_reaches_the_model_and_the_run_is_done(tmp_path: Path) -> None
 
 def test_exit_error_is_shown_to_the_model_as_evidence(tmp_path: Path) -> None:
     """grep with no match -> exit_error -> agent, with status=error and the exit code."""
-    agent, model = make([run("grep nothing /dev/null"), answer("no match")], tmp_path)
+    agent, model = make([calls_reply("grep nothing /dev/null"), answer("no match")], tmp_path)
     state = invoke(agent)
     model.assert_done()
     tool = next(m for m in state["messages"] if isinstance(m, ToolMessage))
@@ -60,7 +60,7 @@ def test_exit_error_is_shown_to_the_model_as_evidence(tmp_path: Path) -> None:
 
 def test_three_failures_in_a_row_trigger_one_replan(tmp_path: Path) -> None:
     """exit_error streak >= replan_after -> replan -> agent, with the attempts listed."""
-    steps = [run("exit 1"), run("exit 2"), run("ls /nope-a"), answer("giving up")]
+    steps = [calls_reply("exit 1"), calls_reply("exit 2"), calls_reply("ls /nope-a"), answer("giving up")]
     agent, model = make(steps, tmp_path)
     state = invoke(agent)
     model.assert_done()
@@ -73,7 +73,7 @@ def test_three_failures_in_a_row_trigger_one_replan(tmp_path: Path) -> None:
 
 def test_a_model_repeating_a_failing_command_is_replanned_then_stopped(tmp_path: Path) -> None:
     """Same failure twice -> replan; still repeating after max_replans -> failed, no loop."""
-    agent, model = make([run("ls /nope")] * 4, tmp_path, max_replans=2)
+    agent, model = make([calls_reply("ls /nope")] * 4, tmp_path, max_replans=2)
     state = invoke(agent)
     model.assert_done()  # exactly four model calls: the run did not loop
     assert state["status"] == "failed"
@@ -116,7 +116,7 @@ def test_unparseable_tool_arguments_are_answered_not_dropped(tmp_path: Path) -> 
 def test_transient_signal_is_retried_and_the_retry_result_replaces_the_first(tmp_path: Path) -> None:
     """spawn_error/signal -> retry re-runs the same call -> route -> agent on success."""
     flaky = "if [ -e marker ]; then echo second; else touch marker; kill -9 $$; fi"
-    agent, model = make([run(flaky), answer("done")], tmp_path)
+    agent, model = make([calls_reply(flaky), answer("done")], tmp_path)
     state = invoke(agent)
     model.assert_done()
     tools = [m for m in state["messages"] if isinstance(m, ToolMessage)]
@@ -127,7 +127,7 @@ def test_transient_signal_is_retried_and_the_retry_result_replaces_the_first(tmp
 
 def test_transient_fault_that_persists_escalates_after_the_budget(tmp_path: Path) -> None:
     """Retries spent -> escalate; with on_environment_error=stop the run ends as a fault."""
-    agent, model = make([run("kill -9 $$")], tmp_path, on_environment_error="stop", max_spawn_retries=2)
+    agent, model = make([calls_reply("kill -9 $$")], tmp_path, on_environment_error="stop", max_spawn_retries=2)
     state = invoke(agent)
     model.assert_done()
     assert state["status"] == "environment_fault"
@@ -146,7 +146,7 @@ def test_timeout_escalates_and_stop_reports_the_fault(tmp_path: Path) -> None:
 
 def test_missing_workdir_is_an_environment_fault(tmp_path: Path) -> None:
     """spawn_error/not_found for the working directory escalates, the model is not asked again."""
-    model = ScriptedChatModel([run("ls")])
+    model = ScriptedChatModel([calls_reply("ls")])
     config = AgentConfig(workdir=str(tmp_path / "gone"), on_environment_error="stop")
     state = invoke(build_graph(model=model, config=config))
     assert state["status"] == "environment_fault"
@@ -214,7 +214,7 @@ def test_escalate_retry_answer_reruns_the_failed_call(tmp_path: Path) -> None:
 
 def test_parallel_calls_with_mixed_outcomes_keep_their_order(tmp_path: Path) -> None:
     """Several calls of one reply run concurrently; each gets its own answer in order."""
-    agent, _model = make([run("sleep 0.3; echo a", "exit 3", "sleep 0.3; echo c"), answer("ok")], tmp_path)
+    agent, _model = make([calls_reply("sleep 0.3; echo a", "exit 3", "sleep 0.3; echo c"), answer("ok")], tmp_path)
     state = invoke(agent)
     outcomes = [(r.outcome, r.stdout.strip()) for r in results(state)]
     assert outcomes == [("ok", "a"), ("exit_error", ""), ("ok", "c")]
@@ -224,7 +224,7 @@ def test_parallel_calls_with_mixed_outcomes_keep_their_order(tmp_path: Path) -> 
 
 def test_the_step_limit_stops_a_model_that_never_finishes(tmp_path: Path) -> None:
     """max_steps model calls, then the run fails with a reason (no runaway loop)."""
-    agent, model = make([run("true")] * 3, tmp_path, max_steps=3)
+    agent, model = make([calls_reply("true")] * 3, tmp_path, max_steps=3)
     state = invoke(agent)
     model.assert_done()
     assert (state["status"], state["reason"]) == ("failed", "step limit reached (3)")
@@ -233,7 +233,7 @@ def test_the_step_limit_stops_a_model_that_never_finishes(tmp_path: Path) -> Non
 def test_cd_in_one_command_holds_for_the_next(tmp_path: Path) -> None:
     """The working directory persists across calls."""
     (tmp_path / "sub").mkdir()
-    agent, _model = make([run("cd sub"), run("pwd"), answer("ok")], tmp_path)
+    agent, _model = make([calls_reply("cd sub"), calls_reply("pwd"), answer("ok")], tmp_path)
     state = invoke(agent)
     assert results(state)[1].stdout.strip() == str((tmp_path / "sub").resolve())
     assert state["cwd"] == str((tmp_path / "sub").resolve())
@@ -241,10 +241,10 @@ def test_cd_in_one_command_holds_for_the_next(tmp_path: Path) -> None:
 
 def test_ainvoke_and_astream_run_the_same_graph(tmp_path: Path) -> None:
     """The async path works, and custom events announce each command."""
-    agent, _ = make([run("echo one"), answer("ok")], tmp_path)
+    agent, _ = make([calls_reply("echo one"), answer("ok")], tmp_path)
     state = asyncio.run(agent.ainvoke({"messages": [HumanMessage("t")]}))
     assert results(state)[0].stdout == "one\n"
-    agent2, _ = make([run("echo two"), answer("ok")], tmp_path)
+    agent2, _ = make([calls_reply("echo two"), answer("ok")], tmp_path)
 
     async def collect() -> list[Any]:
         return [chunk async for chunk in agent2.astream({"messages": [HumanMessage("t")]}, stream_mode="custom")]
@@ -258,14 +258,14 @@ def test_ainvoke_and_astream_run_the_same_graph(tmp_path: Path) -> None:
 
 def test_stream_yields_every_node_update(tmp_path: Path) -> None:
     """Sync streaming shows the public node names in order."""
-    agent, _ = make([run("exit 1"), answer("ok")], tmp_path)
+    agent, _ = make([calls_reply("exit 1"), answer("ok")], tmp_path)
     nodes = [next(iter(chunk)) for chunk in agent.stream({"messages": [HumanMessage("t")]}, stream_mode="updates")]
     assert nodes == ["agent", "tools", "route", "agent"]  # approve is skipped: no rule matched
 
 
 def test_a_clean_batch_goes_from_tools_straight_back_to_the_model(tmp_path: Path) -> None:
     """The happy path is two supersteps per model step, as in a plain tool loop: no `route`."""
-    agent, _ = make([run("true", "echo hi"), run("true"), answer("ok")], tmp_path)
+    agent, _ = make([calls_reply("true", "echo hi"), calls_reply("true"), answer("ok")], tmp_path)
     updates = list(agent.stream({"messages": [HumanMessage("t")]}, stream_mode="updates"))
     assert [next(iter(chunk)) for chunk in updates] == ["agent", "tools", "agent", "tools", "agent"]
     assert updates[1]["tools"]["next_hop"] == "agent"

@@ -23,9 +23,9 @@ import pytest
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 
 from bashgraph.graph import AgentConfig, build_graph, open_session
-from bashgraph.graph.journal import SqliteJournal
+from bashgraph.graph.store.journal import SqliteJournal
 from bashgraph.graph.testing import ScriptedChatModel, answer
-from tests.tools.proctools import gone_within, kill_quietly, marked_processes, running
+from tests.tools.runner.proctools import gone_within, kill_quietly, marked_processes, running
 
 THREAD = "jobs"
 
@@ -352,7 +352,7 @@ def test_nothing_runs_after_the_session_closes_while_a_thread_waits_for_a_person
 def test_a_sandboxed_job_runs_in_the_sandbox_and_is_gone_when_the_run_ends(tmp_path: Path) -> None:
     """With the sandbox, the job cannot write outside the workdir, its server (network kept)
     answers the next command, and it is stopped with the run."""
-    from bashgraph.tools.sandbox import sandbox_available
+    from bashgraph.tools.safety.sandbox import sandbox_available
 
     problem = sandbox_available()
     if problem is not None:

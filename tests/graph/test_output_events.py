@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, run
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 #: Ten lines over ~0.5 s.
 TICKING = "for i in 1 2 3 4 5 6 7 8 9 10; do echo line$i; sleep 0.05; done"
@@ -45,7 +45,7 @@ def test_several_output_events_come_before_the_end_and_match_the_output(
     tmp_path: Path, mode: str
 ) -> None:
     """A command printing lines over ~0.5 s: several command_output events, then command_end."""
-    reply = run(TICKING)
+    reply = calls_reply(TICKING)
     agent, model = make([reply, answer("ok")], tmp_path)
     events = of_call(stream_custom(agent, mode), reply.tool_calls[0]["id"] or "")
     kinds = [e["event"] for e in events]
@@ -60,7 +60,7 @@ def test_several_output_events_come_before_the_end_and_match_the_output(
 
 def test_parallel_calls_each_get_their_own_events(tmp_path: Path) -> None:
     """The sync node runs calls in threads; each call's output carries its own call_id."""
-    reply = run("echo alpha; sleep 0.2; echo beta", "echo gamma >&2; sleep 0.2; echo delta >&2")
+    reply = calls_reply("echo alpha; sleep 0.2; echo beta", "echo gamma >&2; sleep 0.2; echo delta >&2")
     agent, _ = make([reply, answer("ok")], tmp_path)
     events = stream_custom(agent, "sync")
     first, second = (of_call(events, call["id"] or "") for call in reply.tool_calls)
@@ -76,7 +76,7 @@ def test_parallel_calls_each_get_their_own_events(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_the_retry_node_streams_output_too(tmp_path: Path, mode: str) -> None:
     """A transient spawn error (the shell killed by a signal) re-runs with live output again."""
-    reply = run("echo before-the-signal; kill -KILL $$")
+    reply = calls_reply("echo before-the-signal; kill -KILL $$")
     agent, _ = make([reply, answer("gave up")], tmp_path, max_spawn_retries=1,
                     on_environment_error="model")
     events = of_call(stream_custom(agent, mode), reply.tool_calls[0]["id"] or "")
@@ -89,7 +89,7 @@ def test_the_retry_node_streams_output_too(tmp_path: Path, mode: str) -> None:
 def test_live_output_is_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A secret the command prints is redacted in the events, as in the stored result."""
     monkeypatch.setenv("MY_SERVICE_TOKEN", "opensesame-4242")
-    reply = run("echo token=$MY_SERVICE_TOKEN")
+    reply = calls_reply("echo token=$MY_SERVICE_TOKEN")
     agent, _ = make([reply, answer("ok")], tmp_path, pass_env=("MY_SERVICE_TOKEN",))
     events = stream_custom(agent, "sync")
     text = "".join(e["text"] for e in events if e["event"] == "command_output")
@@ -112,10 +112,10 @@ def test_output_after_the_run_moved_to_a_thread_is_still_streamed(
     """Big output or a timeout moves the rest of the run to a thread; its output comes back
     as command_output events in the run's context (the stream writer needs the run's config),
     and no callback fails."""
-    reply = run(command)
+    reply = calls_reply(command)
     agent, _ = make([reply, answer("ok")], tmp_path, spill_dir=str(tmp_path), timeout_s=1.0,
                     on_environment_error="model")
-    with caplog.at_level(logging.WARNING, logger="bashgraph.tools.live"):
+    with caplog.at_level(logging.WARNING, logger="bashgraph.tools.runner.live"):
         events = of_call(stream_custom(agent, mode), reply.tool_calls[0]["id"] or "")
     text = "".join(e["text"] for e in events if e["event"] == "command_output")
     assert text.endswith("tail\n"), text[-200:]

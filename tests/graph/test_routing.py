@@ -151,19 +151,19 @@ def test_agent_edge_skips_approve_only_when_every_call_is_allowed() -> None:
 
     from bashgraph.graph.checks import Checker
     from bashgraph.graph.routing import next_after_agent
-    from bashgraph.graph.testing import answer, run
-    from bashgraph.tools.policy import Policy, Rule
+    from bashgraph.graph.testing import answer, calls_reply
+    from bashgraph.tools.safety.policy import Policy, Rule
 
     checker = Checker(Policy([Rule("sudo *", "ask"), Rule("rm *", "deny")]))
 
     def hop(message: AIMessage) -> str:
         return next_after_agent({"messages": [message]}, checker)
 
-    assert hop(run("ls", "echo hi")) == "tools"
-    assert hop(run("ls", "sudo reboot")) == "approve"
-    assert hop(run("rm x")) == "approve"
+    assert hop(calls_reply("ls", "echo hi")) == "tools"
+    assert hop(calls_reply("ls", "sudo reboot")) == "approve"
+    assert hop(calls_reply("rm x")) == "approve"
     assert hop(answer("done")) == "__end__"
-    assert next_after_agent({"messages": [run("ls")]}) == "approve"  # no policy given: always check
+    assert next_after_agent({"messages": [calls_reply("ls")]}) == "approve"  # no policy given: always check
 
 
 CLEAN_START_STATES: list[AgentState] = [
@@ -196,9 +196,9 @@ def test_a_batch_with_any_failure_goes_to_route() -> None:
     from langchain_core.messages import ToolMessage
 
     from bashgraph.graph.routing import batch_is_clean, next_after_tools
-    from bashgraph.graph.testing import run
+    from bashgraph.graph.testing import calls_reply
 
-    reply = run("ls", "rm x")
+    reply = calls_reply("ls", "rm x")
     denied = spawn(SpawnErrorKind.DENIED, "rm x")
     answered = ToolMessage("denied", tool_call_id="c", artifact=denied.to_dict(), status="error")
     fine = ToolMessage("ok", tool_call_id="d", artifact=ok().to_dict())

@@ -24,7 +24,7 @@ from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.execution import Executor, _sandbox_problem, collect_executors
 from bashgraph.graph.testing import ScriptedChatModel, answer, call
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind
-from bashgraph.tools.sandbox import find_pids_cgroup_parent, sandbox_available
+from bashgraph.tools.safety.sandbox import find_pids_cgroup_parent, sandbox_available
 
 UNAVAILABLE = sandbox_available()
 if UNAVAILABLE and os.environ.get("CI"):

@@ -4,7 +4,7 @@ One server for the module: it starts in ~1.5 s and each run costs ~1 s of queue 
 graph's logic is tested elsewhere; this proves langgraph.json, the factory without a
 checkpointer, and the async tool path work together. The server runs without `--allow-blocking`,
 so BlockBuster fails the run on any blocking call on the event loop (the graph factory runs
-there too); tests/tools/test_event_loop_blocking.py covers the harder paths (spill, timeout,
+there too); tests/tools/runner/test_event_loop_blocking.py covers the harder paths (spill, timeout,
 cancellation) without a server.
 """
 

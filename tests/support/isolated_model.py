@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
-from bashgraph.graph.local_model import LocalChatModel, bundled_model_path
+from bashgraph.graph.models.local import LocalChatModel, bundled_model_path
 from tests.support.child_process import ChildProcess
 
 

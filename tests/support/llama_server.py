@@ -5,7 +5,7 @@
 
 The arguments are the server's own (`python -m llama_cpp.server --help`). Before the server loads
 the model, `llama_model_default_params` is wrapped so that weights are loaded without llama.cpp's
-extra buffer types (see `bashgraph.graph.local_model.without_extra_buffers`): with them, llama.cpp
+extra buffer types (see `bashgraph.graph.models.local.without_extra_buffers`): with them, llama.cpp
 crashes on Intel Xeons with AMX at the first decode. The server has no option for this field.
 """
 
@@ -17,7 +17,7 @@ import runpy
 def main() -> None:
     import llama_cpp.llama_cpp as native
 
-    from bashgraph.graph.local_model import without_extra_buffers
+    from bashgraph.graph.models.local import without_extra_buffers
 
     # For the whole process: it only serves this model.
     native.llama_model_default_params = without_extra_buffers(native.llama_model_default_params)

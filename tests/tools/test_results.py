@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bashgraph.tools import CommandResult, SpawnErrorKind, render_for_model, run_command
-from bashgraph.tools.classify import SpawnTarget, spawn_error_result
 from bashgraph.tools.results import args_error, spawn_failure
+from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
 
 
 def test_ok_shows_stdout_as_it_is() -> None:

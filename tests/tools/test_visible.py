@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bashgraph.tools.capture import safe_text
-from bashgraph.tools.visible import HIDDEN, NEWLINE, one_line, visible
+from bashgraph.tools.runner.capture import safe_text
+from bashgraph.tools.safety.visible import HIDDEN, NEWLINE, one_line, visible
 
 #: Everything a terminal could act on, or that could hide or reorder text (tab and LF apart).
 FORBIDDEN = re.compile(

@@ -1,0 +1,134 @@
+"""`bashgraph threads`, `history`, `fork` and `graph`: look at threads and the graph.
+
+Tables are aligned for people on a terminal, tab-separated in a pipe, JSON lines with --json
+(graph/cli/tables.py). `threads`, `history` on SQLite and `graph --format mermaid` start
+quickly: they read the tables directly (graph/store/checkpoint_rows.py) and print the stored drawing
+(graph/cli/stored_drawing.py), without importing LangChain or LangGraph. `fork`, PostgreSQL and the other
+drawing formats build the graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bashgraph.graph.cli.status import ExitStatus, ResumeHint, absolute
+from bashgraph.graph.cli.tables import Table, print_table
+from bashgraph.graph.errors import BashgraphError, ConfigError, StoreError
+from bashgraph.graph.store.checkpoint_rows import CheckpointRow, ThreadInfo, read_history, read_threads
+from bashgraph.graph.store.checkpoints import Location, locate
+from bashgraph.graph.store.saver_guard import read_errors
+from bashgraph.tools.safety.visible import one_line
+
+if TYPE_CHECKING:
+    from bashgraph.graph.store.session import Session
+
+THREAD_COLUMNS = ("thread_id", "status", "updated_at", "task", "forked_from")
+HISTORY_COLUMNS = ("checkpoint_id", "step", "node", "outcomes", "next", "created_at")
+
+
+def run_inspection(command: str, args: argparse.Namespace) -> int:
+    """Run one inspection command; its errors become one line on stderr and an exit status."""
+    try:
+        if command == "graph":
+            return draw_graph(args.format, args.output)
+        location = locate(args.db)
+        if command == "threads":
+            return list_threads(_threads(location), args.json)
+        if command == "history":
+            return show_history(_history(location, args.thread), args.thread, location, args.json)
+        with _session(location) as session:
+            return fork_thread(session, args)
+    except (ConfigError, StoreError) as exc:
+        return _fail(str(exc), ExitStatus.USAGE)
+    except BashgraphError as exc:
+        return _fail(str(exc), ExitStatus.FAILED)
+
+
+def _session(location: Location) -> AbstractContextManager[Session]:
+    from bashgraph.graph.config import AgentConfig
+    from bashgraph.graph.store.async_session import inspection_model
+    from bashgraph.graph.store.session import open_session
+
+    return open_session(location.target, model=inspection_model(), config=AgentConfig())
+
+
+def _threads(location: Location) -> list[ThreadInfo]:
+    if location.kind == "sqlite":
+        with read_errors(location):
+            return read_threads(location.target)
+    with _session(location) as session:
+        return session.threads()
+
+
+def _history(location: Location, thread_id: str) -> list[CheckpointRow] | None:
+    if location.kind == "sqlite":
+        with read_errors(location):
+            return read_history(location.target, thread_id)
+    with _session(location) as session:
+        if session.state(thread_id).created_at is None:  # (history() of an unknown thread raises)
+            return None
+        return session.history(thread_id)
+
+
+def list_threads(threads: Sequence[ThreadInfo], as_json: bool) -> int:
+    rows = [asdict(info) for info in threads]
+    _print(Table(THREAD_COLUMNS, rows, wide="task", empty="no threads yet"), as_json)
+    return ExitStatus.OK
+
+
+def show_history(history: Sequence[CheckpointRow] | None, thread_id: str, location: Location,
+                 as_json: bool) -> int:
+    if history is None:
+        return _fail(f"no thread {thread_id} in the checkpoint database {location.label}", ExitStatus.USAGE)
+    rows = [asdict(row) for row in history]
+    for row in rows:
+        row["next"] = ", ".join(row["next"])
+    _print(Table(HISTORY_COLUMNS, rows, wide="outcomes", empty="no checkpoints"), as_json)
+    return ExitStatus.OK
+
+
+def _print(table: Table, as_json: bool) -> None:
+    print_table(table, as_json, sys.stdout, terminal=sys.stdout.isatty())
+    sys.stdout.flush()
+
+
+def fork_thread(session: Session, args: argparse.Namespace) -> int:
+    new_thread = session.fork(args.thread, args.checkpoint, args.new_thread)
+    print(new_thread)
+    hint = ResumeHint(("--db", absolute(args.db)) if args.db else ())
+    print(f"continue it with: {hint.command(new_thread)}", file=sys.stderr)
+    return ExitStatus.OK
+
+
+def draw_graph(format: str, output: str | None) -> int:
+    picture: str | bytes
+    if format == "mermaid":
+        from bashgraph.graph.cli.stored_drawing import MERMAID
+
+        picture = MERMAID
+    else:
+        from bashgraph.graph.draw import draw
+        from bashgraph.graph.store.async_session import inspection_agent
+
+        picture = draw(inspection_agent(), format)  # type: ignore[arg-type]  # argparse checked it
+    data = picture.encode() if isinstance(picture, str) else picture
+    if output:
+        Path(output).write_bytes(data)
+        return ExitStatus.OK
+    if isinstance(picture, bytes) and sys.stdout.isatty():
+        return _fail("a PNG image cannot be shown on a terminal: pass -o FILE or redirect stdout",
+                     ExitStatus.USAGE)
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return ExitStatus.OK
+
+
+def _fail(message: str, status: ExitStatus) -> int:
+    print(f"bashgraph: error: {one_line(message)}", file=sys.stderr)
+    return status

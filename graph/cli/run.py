@@ -1,0 +1,243 @@
+"""`bashgraph run` and `bashgraph resume`: stream a thread, answer its questions, report the stop.
+
+One event loop per command (see `signals` for Ctrl-C); the session is async (see `store/async_session`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command, StateSnapshot
+
+from bashgraph.graph.build import build_graph
+from bashgraph.graph.cli import questions
+from bashgraph.graph.cli.progress import Renderer, chunk_events, stop_events
+from bashgraph.graph.cli.signals import SigintGuard
+from bashgraph.graph.cli.status import ResumeHint, Stop
+from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.errors import ConfigError, StoreError, ThreadBusyError
+from bashgraph.graph.models.factory import as_model_error, choose_model_name
+from bashgraph.graph.store.async_session import aopen_session, astream, before_last_escalation, latest_state
+from bashgraph.graph.store.checkpoints import locate
+from bashgraph.graph.store.session import Session
+
+STREAM_MODES = ("updates", "custom")
+MODEL_NODE = "agent"
+_MODEL_FAILURES = (openai.APIError, json.JSONDecodeError, httpx.HTTPError)
+
+
+@dataclass(frozen=True)
+class Action:
+    """What to stream next: new input, None (continue), or an answer (a Command)."""
+
+    inputs: dict[str, Any] | Command[Any] | None = None
+    checkpoint_id: str | None = None
+    """Continue from this checkpoint instead of the latest (re-asking an escalation)."""
+    ask_person: bool = False
+    """Run with on_environment_error="ask": a person is answering, so the graph must ask."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything `run` and `resume` share."""
+
+    db: str | None
+    config: AgentConfig
+    model: BaseChatModel
+    renderer: Renderer
+    hint: ResumeHint
+    tokens: bool = False
+    """Stream the model's words as they come (the terminal shows them; the client then streams)."""
+    ask: Callable[[dict[str, Any]], Any] | None = None
+    """Asks a person on the terminal; None when nobody can answer (pipe, --json)."""
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def run_task(task: str, thread_id: str, settings: RunSettings) -> int:
+    """Start `task` on `thread_id` (new, or finished and given a follow-up)."""
+
+    async def first(session: Session) -> Action:
+        snapshot = await latest_state(session, thread_id)
+        if unfinished(snapshot):
+            raise ConfigError(f"thread {thread_id} has not finished; continue it with: "
+                              f"{settings.hint.command(thread_id)}")
+        return Action(inputs={"messages": [HumanMessage(task)]})
+
+    return Driver(settings, thread_id, "run", task).execute(first)
+
+
+def resume_thread(thread_id: str, answer: Any, settings: RunSettings) -> int:
+    """Continue a stopped thread; `answer` answers its pending question."""
+
+    async def first(session: Session) -> Action | Stop:
+        snapshot = await latest_state(session, thread_id)
+        if snapshot.created_at is None:
+            raise ConfigError(f"no thread {thread_id} in the checkpoint database {session.url}")
+        if snapshot.interrupts:
+            return stop_of(snapshot)  # the driver answers it (given answer, a person) or pauses
+        if answer is not None and not _faulted(snapshot):
+            raise ConfigError(f"thread {thread_id} is not waiting for an answer; drop --answer")
+        if unfinished(snapshot):
+            return Action()
+        if _faulted(snapshot) and (checkpoint := await before_last_escalation(session, thread_id)):
+            return Action(checkpoint_id=checkpoint, ask_person=True)
+        finished = stop_of(snapshot)
+        return dataclasses.replace(finished, reason=f"already finished; {finished.reason or 'nothing to do'}")
+
+    return Driver(settings, thread_id, "resume", None, answer).execute(first)
+
+
+def _faulted(snapshot: StateSnapshot) -> bool:
+    return not unfinished(snapshot) and snapshot.values.get("status") == "environment_fault"
+
+
+def unfinished(snapshot: StateSnapshot) -> bool:
+    """The thread has work left: tasks of its next step (with or without their writes saved:
+    a crash between a step's writes and its checkpoint leaves `next` empty) or a question."""
+    return bool(snapshot.tasks or snapshot.next or snapshot.interrupts)
+
+
+def stop_of(snapshot: StateSnapshot) -> Stop:
+    """Where a thread stands after a stream ended without an exception."""
+    values = snapshot.values
+    if snapshot.interrupts:
+        pending = [i.value if isinstance(i.value, dict) else {"summary": str(i.value)}
+                   for i in snapshot.interrupts]
+        return Stop("paused", questions.summary(pending[0]), pending, [i.id for i in snapshot.interrupts])
+    return Stop(str(values.get("status") or "running"), values.get("reason"))
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+def _drop_output() -> None:
+    """Point stdout and stderr at /dev/null, so the interpreter's last flush cannot fail."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+class Driver:
+    """Runs one command's loop: stream, and while paused, answer and stream again."""
+
+    def __init__(self, settings: RunSettings, thread_id: str, command: str, task: str | None,
+                 answer: Any = None) -> None:
+        self.settings = settings
+        self.thread_id = thread_id
+        self.command = command
+        self.task = task
+        self._answer = answer  # a given --answer is used once, for the first question
+        self._sigint = SigintGuard()
+
+    def execute(self, first: Callable[[Session], Awaitable[Action | Stop]]) -> int:
+        stop = self._sigint.run(self._drive(first))
+        try:
+            for event in stop_events(stop, self.thread_id, self.settings.hint):
+                self.settings.renderer.emit(event)
+            self.settings.renderer.close()
+        except OSError:
+            if stop.status != "hangup":
+                raise
+            _drop_output()  # the terminal is gone: the exit status still says what happened
+        return int(stop.exit_status)
+
+    async def _drive(self, first: Callable[[Session], Awaitable[Action | Stop]]) -> Stop:
+        try:
+            self._emit({"event": "start", "command": self.command, "task": self.task,
+                        "model": choose_model_name(self.settings.config),
+                        "db": locate(self.settings.db).label})
+            async with aopen_session(self.settings.db, model=self.settings.model,
+                                     config=self.settings.config) as session:
+                # The lock before the first look at the thread: what `first` decides (an
+                # answer is wanted, the thread is unfinished) stays true while this runs.
+                with session.lock(self.thread_id):
+                    return await self._drive_locked(session, first)
+        except asyncio.CancelledError:
+            return Stop(self._sigint.status,
+                        f"interrupted by {self._sigint.name}; the running command was stopped")
+        except ThreadBusyError as exc:
+            return Stop("busy", str(exc))
+        except StoreError as exc:
+            return Stop("store_error", str(exc))
+        except ConfigError as exc:
+            return Stop("config_error", str(exc))
+
+    async def _drive_locked(self, session: Session,
+                            first: Callable[[Session], Awaitable[Action | Stop]]) -> Stop:
+        step = await first(session)
+        if isinstance(step, Stop):
+            step = self._next_step(step)  # a question pending from an earlier run
+        while isinstance(step, Action):
+            stop = await self._stream(self._with_asking(session, step), step)
+            step = self._next_step(stop)
+        return step
+
+    def _with_asking(self, session: Session, action: Action) -> Session:
+        """The session's graph, rebuilt to ask a person when one is answering it."""
+        config = self.settings.config
+        if not action.ask_person or config.on_environment_error == "ask":
+            return session
+        asking = dataclasses.replace(config, on_environment_error="ask")
+        agent = build_graph(model=self.settings.model, config=asking, checkpointer=session.saver,
+                            journal=session.journal)
+        return dataclasses.replace(session, agent=agent)
+
+    async def _stream(self, session: Session, action: Action) -> Stop:
+        modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
+        try:
+            async for chunk in astream(session, action.inputs, self.thread_id, locked=True,
+                                       checkpoint_id=action.checkpoint_id, stream_mode=modes):
+                for event in chunk_events(chunk, self.thread_id):
+                    self.settings.renderer.emit(event)
+        except (asyncio.CancelledError, ThreadBusyError, StoreError, ConfigError):
+            raise
+        except Exception as exc:
+            snapshot = await latest_state(session, self.thread_id)
+            if MODEL_NODE not in snapshot.next and not isinstance(exc, _MODEL_FAILURES):
+                raise
+            return self._model_failure(exc)
+        return stop_of(await latest_state(session, self.thread_id))
+
+    def _model_failure(self, exc: Exception) -> Stop:
+        config = self.settings.config
+        base_url = config.base_url or os.environ.get("OPENAI_BASE_URL")
+        error = as_model_error(exc, base_url=base_url, retries=config.model_max_retries,
+                               model=choose_model_name(config))
+        return Stop("model_error", str(error))
+
+    def _next_step(self, stop: Stop) -> Action | Stop:
+        """After a pause, the answer to stream next; otherwise the stop itself."""
+        if stop.status != "paused":
+            return stop
+        answer, self._answer = self._answer, None
+        if answer is None and self.settings.ask is not None:
+            with self._sigint.default():
+                try:
+                    answer = self.settings.ask(stop.pending[0])
+                except (KeyboardInterrupt, EOFError):
+                    return Stop(self._sigint.status, "no answer given; the question is still pending")
+        if answer is None:
+            return stop
+        self._emit({"event": "answer", "answer": answer})
+        # Keyed by the interrupt the person saw: if another worker answered it meanwhile, this
+        # answer matches nothing, the newer question stays pending and is shown instead.
+        resume = {stop.pending_ids[0]: answer} if stop.pending_ids else answer
+        return Action(inputs=Command(resume=resume), ask_person=True)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.settings.renderer.emit({**event, "thread_id": self.thread_id})
+
+

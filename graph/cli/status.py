@@ -1,0 +1,102 @@
+"""How a `bashgraph run` / `resume` ended: the exit status, and the command that continues it.
+
+Exit statuses (documented in docs/cli.md):
+
+    0 done · 1 failed (failed, aborted, model error, thread busy) · 2 usage (bad arguments,
+    bad settings, unusable database) · 3 paused, waiting for a person · 4 environment fault ·
+    129 stopped by SIGHUP · 130 interrupted by Ctrl-C · 143 stopped by SIGTERM (128 + the signal,
+    as a shell reports a process killed by it; the thread is resumable after each of the three)
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class ExitStatus(IntEnum):
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    PAUSED = 3
+    ENVIRONMENT = 4
+    HANGUP = 129
+    INTERRUPTED = 130
+    TERMINATED = 143
+
+
+#: The exit status of each way a run can stop. Thread statuses (graph/state.py) plus the
+#: stops that happen outside the graph.
+EXIT_FOR_STATUS: dict[str, ExitStatus] = {
+    "done": ExitStatus.OK,
+    "failed": ExitStatus.FAILED,
+    "aborted": ExitStatus.FAILED,
+    "model_error": ExitStatus.FAILED,
+    "busy": ExitStatus.FAILED,
+    "running": ExitStatus.FAILED,  # the stream ended without a final status: not a success
+    "config_error": ExitStatus.USAGE,
+    "store_error": ExitStatus.USAGE,
+    "paused": ExitStatus.PAUSED,
+    "environment_fault": ExitStatus.ENVIRONMENT,
+    "interrupted": ExitStatus.INTERRUPTED,
+    "terminated": ExitStatus.TERMINATED,
+    "hangup": ExitStatus.HANGUP,
+}
+
+#: Stops that are errors of the invocation or its surroundings, not of the task: people see
+#: them on stderr as `bashgraph: error: ...`.
+ERROR_STATUSES: frozenset[str] = frozenset({"busy", "config_error", "store_error"})
+
+#: Stops after which `bashgraph resume THREAD` has something to continue.
+RESUMABLE: frozenset[str] = frozenset(
+    {"paused", "model_error", "interrupted", "terminated", "hangup", "environment_fault", "running"}
+)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a run or resume stopped and why."""
+
+    status: str
+    """A thread status ("done", "failed", ...) or "paused", "interrupted", "model_error", ..."""
+    reason: str | None = None
+    """One line for people (the thread's `reason`, or the error)."""
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    """Values of the interrupts waiting for an answer (when paused)."""
+    pending_ids: list[str] = field(default_factory=list)
+    """Their interrupt ids: an answer is sent for the question shown, never for a newer one."""
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        return EXIT_FOR_STATUS.get(self.status, ExitStatus.FAILED)
+
+    @property
+    def resumable(self) -> bool:
+        return self.status in RESUMABLE
+
+
+@dataclass(frozen=True)
+class ResumeHint:
+    """How to print the `bashgraph resume` command that continues a thread."""
+
+    options: tuple[str, ...] = ()
+    """Options to repeat: the database, and every setting that shapes the graph (a resumed
+    node runs again with the resuming process's settings: approval rules must be the same)."""
+
+    def command(self, thread_id: str) -> str:
+        """`bashgraph resume THREAD [options]`, shell-quoted."""
+        return shlex.join(["bashgraph", "resume", thread_id, *self.options])
+
+
+def absolute(path: str) -> str:
+    """A database made absolute, so a printed command works from anywhere (PostgreSQL URLs
+    unchanged; a relative `sqlite:///file` becomes the absolute file path)."""
+    from bashgraph.graph.store.checkpoints import locate  # (sqlite3 and friends: not for `--help`)
+
+    location = locate(path)
+    if location.kind == "sqlite":
+        return os.path.abspath(os.path.expanduser(location.target))
+    return path

@@ -1,0 +1,137 @@
+"""One thread, one worker: a lock held for as long as a run or resume of a thread lasts.
+
+SQLite: `flock` on a file in `<database>.locks/`, where `<database>` is the file's resolved path
+(symlinks, `..` and relative spellings all lead to the same lock; a hard link is another name
+and is not recognised); the kernel drops the lock when the holder dies, even by SIGKILL.
+PostgreSQL: a session advisory lock on a dedicated connection; advisory locks belong to one
+database of one server, whatever host name or URL reached it, and the server drops the lock
+when that connection ends, which a dead process's connection does at once. Either way a second
+worker gets `ThreadBusyError` before it executes anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bashgraph.graph.errors import StoreError, ThreadBusyError
+from bashgraph.graph.store.checkpoints import Location, connect_postgres, locate, postgres_errors
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+def _holder() -> str:
+    return f"pid {os.getpid()} on host {socket.gethostname()}"
+
+
+def _busy(thread_id: str, holder: str | None) -> ThreadBusyError:
+    who = f" ({holder})" if holder else ""
+    return ThreadBusyError(f"thread {thread_id} is busy: another worker is running it{who}")
+
+
+def lock_key(thread_id: str) -> int:
+    """A signed 64-bit key for `pg_advisory_lock`, stable across processes and hosts."""
+    digest = hashlib.sha256(b"bashgraph-thread:" + thread_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@contextmanager
+def thread_lock(url: str | None, thread_id: str) -> Iterator[None]:
+    """Hold `thread_id` of the database `url` for the block, or raise ThreadBusyError."""
+    location = locate(url)
+    lock = _file_lock if location.kind == "sqlite" else _advisory_lock
+    with lock(location, thread_id):
+        yield
+
+
+# -- SQLite: a lock file per thread ---------------------------------------------------------
+def lock_path(database: str, thread_id: str) -> Path:
+    """The lock file of a thread: named by a hash, so any thread id makes a valid file name.
+
+    Next to the database's resolved path: two spellings of one file share their locks.
+    """
+    name = hashlib.sha256(thread_id.encode()).hexdigest()[:32]
+    return Path(f"{os.path.realpath(database)}.locks") / f"{name}.lock"
+
+
+@contextmanager
+def _file_lock(location: Location, thread_id: str) -> Iterator[None]:
+    path = lock_path(location.target, thread_id)
+    fd = _acquire_file(path, thread_id)
+    try:
+        os.write(fd, _holder().encode())
+        yield
+    finally:
+        # Unlink while still holding the lock: a waiter that opened this inode sees it gone
+        # (`_acquire_file` checks) and starts over on a fresh file.
+        path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _acquire_file(path: Path, thread_id: str) -> int:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"thread lock {path.parent}: cannot create it ({exc.strerror})") from None
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"thread lock {path}: cannot open it ({exc.strerror})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise _busy(thread_id, holder or None) from None
+        if _still_linked(fd, path):
+            os.ftruncate(fd, 0)
+            return fd
+        os.close(fd)  # the previous holder removed this file as we opened it: try again
+
+
+def _still_linked(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+# -- PostgreSQL: a session advisory lock ----------------------------------------------------
+_HOLDER_SQL = """
+SELECT a.pid, a.application_name, a.client_addr::text AS client_addr
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s
+  AND l.objsubid = 1
+"""
+
+
+@contextmanager
+def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
+    key = lock_key(thread_id)
+    # The name shows up in pg_stat_activity, so a busy error can say who holds the thread.
+    with connect_postgres(location.target, application_name=f"bashgraph {_holder()}") as conn:
+        with postgres_errors(location.label):
+            row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
+            if not (row and row["ok"]):
+                raise _busy(thread_id, _advisory_holder(conn, key))
+        # No explicit unlock: closing the connection ends the session, which releases it.
+        yield
+
+
+def _advisory_holder(conn: psycopg.Connection[Any], key: int) -> str | None:
+    unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
+    row = conn.execute(_HOLDER_SQL, (unsigned >> 32, unsigned & 0xFFFF_FFFF)).fetchone()
+    if row is None:
+        return None
+    name = str(row["application_name"] or "")
+    if name.startswith("bashgraph "):
+        return name.removeprefix("bashgraph ")
+    return f"server backend pid {row['pid']}, client {row['client_addr'] or 'local'}"

@@ -1,0 +1,204 @@
+"""Threads and time travel: list threads, list a thread's checkpoints, fork from one of them.
+
+A fork is a new thread whose first checkpoint holds the values of the chosen checkpoint and
+whose next node is the same, so resuming it continues from that point. Its commands are new
+commands: journal keys include the thread id, so nothing recorded for the original is reused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.messages import HumanMessage, ToolMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
+
+from bashgraph.graph.errors import BashgraphError, ConfigError
+from bashgraph.graph.store.checkpoint_rows import (
+    INTERRUPT_CHANNEL,
+    TASK_CHARS,
+    CheckpointRow,
+    ThreadInfo,
+    outcome_text,
+)
+from bashgraph.tools.results import CommandResult, clip
+
+__all__ = ["CheckpointRow", "ThreadInfo", "fork", "history", "list_threads", "outcome_text", "thread_config"]
+#: The node to update a fork "as", so that the graph's own edges pick the source's next node.
+_WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
+    ("agent",): "replan",  # replan -> agent is unconditional
+    ("approve",): "agent",  # next_after_agent: the last reply has tool calls
+    ("tools",): "approve",  # approve -> tools is unconditional (whether or not it was skipped)
+    ("route",): "tools",
+    ("retry",): "route",  # next_after_route follows the `next_hop` copied with the values
+    ("replan",): "route",
+    ("escalate",): "route",
+    (): "agent",  # a finished thread: its final status makes next_after_agent end it
+}
+
+
+def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+# -- threads --------------------------------------------------------------------------------
+def list_threads(saver: BaseCheckpointSaver[Any]) -> list[ThreadInfo]:
+    """Every thread in the database, most recently updated first."""
+    infos = []
+    for thread_id, first_id in thread_ids(saver):
+        latest = saver.get_tuple(thread_config(thread_id))
+        first = saver.get_tuple(thread_config(thread_id, first_id))
+        if latest is not None:
+            infos.append(_thread_info(thread_id, latest, first))
+    return sorted(infos, key=lambda info: info.updated_at, reverse=True)
+
+
+def thread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
+    """(thread id, id of its first checkpoint) for every thread, straight from the tables."""
+    query = (
+        "SELECT thread_id, MIN(checkpoint_id) AS first_id FROM checkpoints "
+        "WHERE checkpoint_ns = '' GROUP BY thread_id"
+    )
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if isinstance(saver, SqliteSaver):
+        with saver.cursor(transaction=False) as cur:
+            return [(str(t), str(f)) for t, f in cur.execute(query).fetchall()]
+    if isinstance(saver, PostgresSaver):
+        with saver._cursor() as pg:  # the saver's own connection and lock
+            rows = pg.execute(query).fetchall()
+        return [(str(row["thread_id"]), str(row["first_id"])) for row in rows]
+    return _thread_ids_by_listing(saver.list(None))
+
+
+def _thread_ids_by_listing(tuples: Iterable[CheckpointTuple]) -> list[tuple[str, str]]:
+    """Any other saver: walk every checkpoint (fine for the in-memory saver of tests)."""
+    first: dict[str, str] = {}
+    for item in tuples:
+        configurable = item.config["configurable"]
+        if configurable.get("checkpoint_ns", ""):
+            continue
+        thread, checkpoint = configurable["thread_id"], configurable["checkpoint_id"]
+        first[thread] = min(checkpoint, first.get(thread, checkpoint))
+    return list(first.items())
+
+
+def _thread_info(thread_id: str, latest: CheckpointTuple, first: CheckpointTuple | None) -> ThreadInfo:
+    values = latest.checkpoint["channel_values"]
+    paused = any(write[1] == INTERRUPT_CHANNEL for write in latest.pending_writes or [])
+    status = "paused" if paused else str(values.get("status") or "running")
+    forked = first.metadata.get("forked_from") if first else None
+    return ThreadInfo(
+        thread_id=thread_id, task=first_task(first) if first else "", status=status,
+        updated_at=latest.checkpoint["ts"],
+        forked_from=str(forked) if forked else None,
+    )
+
+
+def first_task(first: CheckpointTuple) -> str:
+    """The first human message of a thread, from its first checkpoint (input or fork copy)."""
+    values = first.checkpoint["channel_values"]
+    run_input = values.get("__start__")
+    if isinstance(run_input, dict) and run_input.get("messages"):
+        return _human_text(run_input["messages"])
+    stored = values.get("messages")
+    return _human_text(getattr(stored, "value", stored))  # a DeltaChannel snapshot wraps it
+
+
+def _human_text(messages: Any) -> str:
+    if not messages:
+        return ""
+    batch = messages if isinstance(messages, list) else [messages]
+    for message in convert_to_messages(batch):
+        if isinstance(message, HumanMessage):
+            return clip(str(message.content), TASK_CHARS)
+    return ""
+
+
+# -- history --------------------------------------------------------------------------------
+def history(agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> list[CheckpointRow]:
+    """The checkpoints of a thread, newest first, each with what made it and what comes next."""
+    snapshots = list(agent.get_state_history(thread_config(thread_id)))
+    parents: Sequence[StateSnapshot | None] = [*snapshots[1:], None]
+    return [_row(snapshot, parent) for snapshot, parent in zip(snapshots, parents, strict=True)]
+
+
+def _row(snapshot: StateSnapshot, parent: StateSnapshot | None) -> CheckpointRow:
+    # The tasks of the parent checkpoint that finished are the ones whose writes made this one.
+    made_by = [task for task in parent.tasks if task.result is not None] if parent else []
+    metadata = snapshot.metadata or {}
+    if made_by:
+        node = ", ".join(task.name for task in made_by)
+    elif metadata.get("forked_from"):
+        node = "fork"
+    else:
+        node = str(metadata.get("source", ""))
+    results = [task.result for task in made_by]
+    return CheckpointRow(
+        checkpoint_id=str(snapshot.config["configurable"]["checkpoint_id"]),
+        step=int(metadata.get("step", -1)),
+        node=node,
+        outcomes="; ".join(_outcome_lines(results)),
+        created_at=snapshot.created_at or "",
+        next=tuple(snapshot.next),
+    )
+
+
+def _outcome_lines(results: Iterable[Any]) -> Iterator[str]:
+    for result in results:
+        messages = result.get("messages", []) if isinstance(result, dict) else []
+        for message in messages if isinstance(messages, list) else [messages]:
+            if isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
+                yield outcome_text(CommandResult.from_dict(message.artifact))
+
+
+# -- fork -----------------------------------------------------------------------------------
+def fork(
+    agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str, checkpoint_id: str,
+    new_thread_id: str | None = None,
+) -> str:
+    """Copy checkpoint `checkpoint_id` of `thread_id` into a new thread; return its id."""
+    source = agent.get_state(thread_config(thread_id, checkpoint_id))
+    if source.created_at is None:
+        raise ConfigError(f"thread {thread_id} has no checkpoint {checkpoint_id}")
+    new_thread_id = new_thread_id or f"{thread_id}-fork-{uuid.uuid4().hex[:8]}"
+    if agent.get_state(thread_config(new_thread_id)).created_at is not None:
+        raise ConfigError(f"thread {new_thread_id} already exists; choose another name")
+    values, as_node = _fork_update(source)
+    target: RunnableConfig = {
+        "configurable": {"thread_id": new_thread_id},
+        # Kept in the fork's first checkpoint's metadata; `threads` and `history` show it.
+        "metadata": {"forked_from": f"{thread_id}@{checkpoint_id}"},
+    }
+    agent.update_state(target, values, as_node=as_node)
+    landed = agent.get_state(thread_config(new_thread_id)).next
+    if tuple(landed) != tuple(source.next):
+        # Refused whole: a half-made thread would resume somewhere the source never went.
+        if agent.checkpointer is not None and not isinstance(agent.checkpointer, bool):
+            agent.checkpointer.delete_thread(new_thread_id)
+        raise BashgraphError(
+            f"cannot fork {thread_id}@{checkpoint_id}: the copy would continue at {landed} instead "
+            f"of {source.next} (the rules or settings of this process route it differently); "
+            "nothing was created"
+        )
+    return new_thread_id
+
+
+def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any], str]:
+    """The values to write into the fork, and the node to write them as."""
+    if tuple(source.next) == ("__start__",):
+        # The very first checkpoint: the run's input has not been applied yet; replay it.
+        start = next(task for task in source.tasks if task.name == "__start__")
+        return dict(start.result or {}), "__input__"
+    writer = _WRITER_OF_NEXT.get(tuple(source.next))
+    if writer is None:
+        raise ConfigError(f"cannot fork a checkpoint whose next step is {source.next}")
+    return dict(source.values), writer

@@ -1,0 +1,80 @@
+"""The printed resume command names the database so that it works from any directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bashgraph.graph.cli.status import absolute
+
+
+def test_relative_paths_and_sqlite_urls_become_absolute_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs.db` and `sqlite:///runs.db` both print as the absolute file they opened."""
+    monkeypatch.chdir(tmp_path)
+    assert absolute("runs.db") == os.path.join(str(tmp_path), "runs.db")
+    assert absolute("sqlite:///runs.db") == os.path.join(str(tmp_path), "runs.db")
+
+
+def test_postgres_urls_are_printed_unchanged() -> None:
+    """A server URL already works from anywhere."""
+    assert absolute("postgresql://postgres@127.0.0.1:5432/test") == "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def test_an_answer_for_a_question_already_answered_elsewhere_runs_nothing(tmp_path: Path) -> None:
+    """The CLI answers by interrupt id: a stale answer leaves the newer question pending."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from bashgraph.graph import AgentConfig, build_graph
+    from bashgraph.graph.cli.run import stop_of
+    from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
+
+    model = ScriptedChatModel([calls_reply("echo A > a"), calls_reply("echo B > b"), answer("ok")])
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), approval="always"),
+                        checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "race"}}
+    agent.invoke({"messages": [HumanMessage("t")]}, config)
+    seen = stop_of(agent.get_state(config))  # what worker 1 shows its person
+    agent.invoke(Command(resume="approve"), config)  # worker 2 answers first; B is now asked
+    agent.invoke(Command(resume={seen.pending_ids[0]: "approve"}), config)  # worker 1's late answer
+    assert (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
+    assert "echo B" in str(stop_of(agent.get_state(config)).pending)
+
+
+def test_the_resume_command_is_printed_unbroken_on_a_narrow_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rich wraps text at the terminal's width; the commands a person copies (`continue
+    with:`, `answer with:`, an error naming the command) come out as one line each, so a
+    paste runs all of it."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from bashgraph.graph.cli.progress import stop_events
+    from bashgraph.graph.cli.status import ResumeHint, Stop
+    from bashgraph.graph.cli.terminal import TerminalRenderer
+
+    monkeypatch.setenv("COLUMNS", "40")  # the width of the stderr console made for errors
+    hint = ResumeHint(("--db", "/home/someone/projects/agent/checkpoints.sqlite",
+                       "--base-url", "http://127.0.0.1:8080/v1", "--rule", "ask:git push *"))
+    resume = hint.command("20250101-120000-ab12cd")
+    screen = io.StringIO()
+    terminal = TerminalRenderer(Console(file=screen, force_terminal=True, width=40))
+    question = {"kind": "approval", "choices": ["approve", "reject", "edit"],
+                "requests": [{"command": "git push", "reason": "r", "rule": "ask:git push *"}]}
+    for event in stop_events(Stop("paused", "asks", [question]), "20250101-120000-ab12cd", hint):
+        terminal.emit(event)
+    terminal.emit({"event": "end", "status": "config_error", "thread_id": "t", "exit_code": 2,
+                   "resume": None, "reason": f"thread t has not finished; continue it with: {resume}"})
+    lines = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).splitlines()
+    assert f"continue with: {resume}" in lines
+    assert any(line.startswith(f"answer with: {resume} --answer approve|reject|") for line in lines)
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [f"bashgraph: error: thread t has not finished; continue it with: {resume}"]

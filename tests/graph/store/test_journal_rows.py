@@ -1,0 +1,95 @@
+"""What the journal keeps beyond the result: the run marker and host of each start (for the
+sweep after a crash), a journal from before those columns, and a damaged row."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import ToolCall
+
+from bashgraph.graph import AgentConfig
+from bashgraph.graph.errors import StoreError
+from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.store.checkpoints import locate
+from bashgraph.graph.store.journal import TABLE, open_journal
+from bashgraph.tools.results import SpawnErrorKind
+
+
+def _damage(db_url: str, thread: str) -> None:
+    query = f"UPDATE {TABLE} SET result_json = '{{\"outcome\": ' WHERE thread_id = '{thread}'"
+    if db_url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute(query.encode())
+    else:
+        with sqlite3.connect(db_url) as conn:
+            conn.execute(query)
+
+
+def test_a_start_keeps_its_marker_and_host(db_url: str, thread_prefix: str) -> None:
+    thread = f"{thread_prefix}-m"
+    with open_journal(db_url) as journal:
+        journal.start(thread, "call_1", 0, "sleep 1", "f00d")
+        entry = journal.lookup(thread, "call_1", 0)
+    assert entry is not None
+    assert (entry.marker, entry.host) == ("f00d", socket.gethostname())
+
+
+def test_a_damaged_result_is_one_store_error_naming_the_database(
+    db_url: str, thread_prefix: str
+) -> None:
+    thread = f"{thread_prefix}-d"
+    with open_journal(db_url) as journal:
+        journal.start(thread, "call_1", 0, "echo hi")
+        _damage(db_url, thread)
+        with pytest.raises(StoreError, match="journal's row of `echo hi` is damaged") as error:
+            journal.lookup(thread, "call_1", 0)
+    assert str(error.value).startswith(f"cannot read the thread store {locate(db_url).label}: ")
+
+
+def test_a_journal_made_before_the_marker_columns_gets_them(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE {TABLE} (thread_id TEXT NOT NULL, call_id TEXT NOT NULL, "
+                     "attempt INTEGER NOT NULL, command TEXT NOT NULL, started_at REAL NOT NULL, "
+                     "finished_at REAL, result_json TEXT, PRIMARY KEY (thread_id, call_id, attempt))")
+        conn.execute(f"INSERT INTO {TABLE} VALUES ('t', 'c', 0, 'ls', 1.0, NULL, NULL)")
+    with open_journal(str(db)) as journal:
+        old = journal.lookup("t", "c", 0)
+        journal.start("t", "c2", 0, "ls", "beef")
+        new = journal.lookup("t", "c2", 0)
+    assert old is not None
+    assert (old.marker, old.host) == (None, None)
+    assert new is not None
+    assert new.marker == "beef"
+
+
+def test_a_call_cut_off_on_another_host_is_reported_unchecked(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """Its processes cannot be seen from here: `interrupted`, and the detail says why unchecked."""
+    thread = f"{thread_prefix}-h"
+    ctx = CallContext(thread, message_id="m1")
+    call = ToolCall(name="bash", args={"command": "echo hi"}, id="c1", type="tool_call")
+    with open_journal(db_url) as journal:
+        journal.start(thread, ctx.key("c1"), 0, "echo hi", "cafe")
+        _set_host(db_url, thread, "elsewhere")
+        result = Executor(AgentConfig(workdir=str(tmp_path)), journal).run(call, None, ctx)
+    assert result.spawn_error is SpawnErrorKind.INTERRUPTED
+    assert "not checked: it started on host elsewhere, not this one" in (result.detail or "")
+
+
+def _set_host(db_url: str, thread: str, host: str) -> None:
+    query = f"UPDATE {TABLE} SET host = '{host}' WHERE thread_id = '{thread}'"
+    if db_url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute(query.encode())
+    else:
+        with sqlite3.connect(db_url) as conn:
+            conn.execute(query)

@@ -1,0 +1,77 @@
+"""One thread, one worker: the thread lock on SQLite (flock) and PostgreSQL (advisory lock)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bashgraph.graph.errors import ThreadBusyError
+from bashgraph.graph.store.locks import lock_key, lock_path, thread_lock
+
+HOLD = (
+    "import sys, time\n"
+    "from bashgraph.graph.store.locks import thread_lock\n"
+    "with thread_lock(sys.argv[1], sys.argv[2]):\n"
+    "    print('locked', flush=True)\n"
+    "    time.sleep(60)\n"
+)
+
+
+def test_a_second_holder_gets_thread_busy_naming_the_first(db_url: str, thread_prefix: str) -> None:
+    """While a thread is held, taking it again fails at once with who holds it."""
+    thread = f"{thread_prefix}-x"
+    with thread_lock(db_url, thread), pytest.raises(ThreadBusyError) as busy, thread_lock(db_url, thread):
+        pytest.fail("the lock was taken twice")
+    assert str(busy.value).startswith(f"thread {thread} is busy: another worker is running it")
+    assert f"pid {os.getpid()}" in str(busy.value)
+
+
+def test_other_threads_are_not_blocked_and_release_frees_the_thread(
+    db_url: str, thread_prefix: str
+) -> None:
+    """Locks are per thread, and leaving the block lets the next worker in."""
+    with thread_lock(db_url, f"{thread_prefix}-a"), thread_lock(db_url, f"{thread_prefix}-b"):
+        pass
+    with thread_lock(db_url, f"{thread_prefix}-a"):
+        pass
+
+
+def test_the_lock_dies_with_a_killed_holder(db_url: str, thread_prefix: str) -> None:
+    """A worker killed by SIGKILL leaves no stale lock: the thread can be resumed at once."""
+    thread = f"{thread_prefix}-k"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, db_url, thread],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ThreadBusyError, match=f"pid {holder.pid} on host"), \
+                thread_lock(db_url, thread):
+            pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+    with thread_lock(db_url, thread):
+        pass
+
+
+def test_sqlite_lock_files_sit_next_to_the_database_and_are_removed(tmp_path: Path) -> None:
+    """`<db>.locks/<hash>.lock` exists while held, holds the pid, and is gone afterwards."""
+    db = str(tmp_path / "db.sqlite")
+    path = lock_path(db, "any / thread : id")
+    with thread_lock(db, "any / thread : id"):
+        assert path.parent == Path(db + ".locks")
+        assert path.read_text() == f"pid {os.getpid()} on host {os.uname().nodename}"
+    assert not path.exists()
+
+
+def test_advisory_lock_keys_are_stable_signed_64_bit_integers() -> None:
+    """The same thread id always maps to the same key, within PostgreSQL's bigint range."""
+    keys = {lock_key(f"thread-{n}") for n in range(1000)}
+    assert len(keys) == 1000
+    assert all(-(2**63) <= key < 2**63 for key in keys)
+    assert lock_key("t1") == lock_key("t1")

@@ -1,0 +1,279 @@
+"""Run one shell command and say exactly how it ended: `run_command` and `arun_command`.
+
+Neither raises for anything the command does: a missing shell or working directory, a non-zero
+exit, a timeout, a signal — each comes back as a `CommandResult` (see `results.py`).
+
+How a command runs:
+
+* `[shell, "-c", preamble + command, "bashgraph", ...]` (see `launch`) with stdin from
+  /dev/null, in a new session and process group, started with `os.posix_spawn` (see `spawn`).
+  `shell` must be POSIX-compatible (bash, dash, busybox sh). The preamble enters `cwd` and, when
+  the command could change directory, records where the shell ended (so a later call can
+  continue where `cd` left off; `final_cwd` is None when the shell was killed). A command that
+  needs neither runs as plain `shell -c command`.
+* With `sandbox`, the shell runs inside it (see `spawn` and `sandbox`): a sandbox that could not
+  start the command is `spawn_error` (kind `sandbox`, with bubblewrap's own message); what the
+  sandbox forbids (writing outside the workdir, the network) makes the command fail on its own:
+  an ordinary `exit_error` with the evidence in stderr. A command killed by a signal inside the
+  sandbox exits 128+n there, so it is an `exit_error` too (the hint names the signal).
+* The environment is inherited minus secrets (`environment.scrub_env`), plus the caller's
+  `env`, plus `BASHGRAPH_RUN_ID`, the marker `reaper` uses to find escaped processes.
+* Output: stdout and stderr are captured apart, in bounded memory (`capture`); `on_output`
+  receives the recent text while the command runs (`live`).
+* Timeout: SIGTERM to the group and to everything found carrying the marker, `grace` seconds,
+  then SIGKILL; the call returns within timeout + grace + 0.5 s even when a grandchild holds the
+  pipes. Background processes that still hold the pipes after the shell exited get 0.5 s, then
+  the same treatment; background processes that do not hold them are left alone (see
+  `supervisor`).
+
+The sync form waits with `poll(2)` on the pipes and a pidfd of the shell. The async form puts the
+same descriptors in a selector of their own and registers that one with the event loop; it makes
+no blocking call on the loop's thread. The few steps that may block — writing a spill file, the
+`/proc` scans and waits that stop a process tree, looking up a shell not seen before — run in a
+thread of its own, started only when one is needed (`drive`): an ordinary command starts none.
+It does not use `asyncio.create_subprocess_exec`: on Python 3.11 that waits for each child in a
+thread of its own (`ThreadedChildWatcher`) and costs more per call (see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import os
+import select
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from bashgraph.tools.results import CommandResult, args_error
+from bashgraph.tools.runner import drive, launch, spawn
+from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
+from bashgraph.tools.runner.environment import build_env
+from bashgraph.tools.runner.live import OutputCallback, guarded
+from bashgraph.tools.runner.reaper import MARKER_VAR
+from bashgraph.tools.runner.spawn import Plan
+from bashgraph.tools.runner.supervisor import Supervisor
+from bashgraph.tools.safety.sandbox import Sandbox
+
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_OUTPUT_CHARS = 10_000
+DEFAULT_GRACE = 2.0
+
+_PathArg = str | os.PathLike[str]
+
+
+class _Request(NamedTuple):
+    """The caller's arguments, as given (checked by `_plan`)."""
+
+    command: str
+    cwd: _PathArg | None
+    timeout: float | None
+    env: Mapping[str, str] | None
+    pass_env: Iterable[str]
+    inherit_env: bool
+    shell: str
+    max_output_chars: int
+    grace: float
+    spill_dir: _PathArg | None
+    sandbox: Sandbox | None
+    process_cwd: str | None
+    #: Ask `os.getcwd()` when `process_cwd` is None. The async form asks only when it must
+    #: (`cwd` None or relative); otherwise the preamble enters `cwd` whatever our directory.
+    ask_cwd: bool = True
+
+
+def run_command(
+    command: str,
+    *,
+    cwd: _PathArg | None = None,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
+    inherit_env: bool = True,
+    shell: str = "bash",
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    grace: float = DEFAULT_GRACE,
+    spill_dir: _PathArg | None = None,
+    sandbox: Sandbox | None = None,
+    on_output: OutputCallback | None = None,
+    process_cwd: str | None = None,
+) -> CommandResult:
+    """Run `command` with `shell -c` and return how it ended; never raises for its failure.
+
+    `timeout` None means `DEFAULT_TIMEOUT` (pass `math.inf` for none). `env` is set on top of the
+    scrubbed inherited environment (or of a minimal one, with `inherit_env=False`); `pass_env`
+    names inherited variables to keep even if they look secret. Each stream keeps at most
+    `max_output_chars` characters; a longer one is spilled whole to a file in `spill_dir`.
+    `sandbox`: run the shell inside it. `on_output(stream_name, text)`: the recent output while
+    the command runs, made safe like the stored text, about ten times a second at most (see
+    `live`); an exception it raises is logged and ends only the live output.
+    `process_cwd`: this process's working directory, when the caller knows it (an async caller
+    must not ask on the event loop); None: `os.getcwd()`. It must be current: the shell starts
+    there, and no `cd` is made when it is `cwd`.
+    """
+    started = time.monotonic()
+    plan = _plan(_Request(command, cwd, timeout, env, pass_env, inherit_env, shell,
+                          max_output_chars, grace, spill_dir, sandbox, process_cwd))
+    if isinstance(plan, CommandResult):
+        return plan
+    if not plan.executable:
+        plan = plan._replace(executable=spawn.resolve(shell, plan.env.get("PATH")))
+    spawned = spawn.spawn(plan)
+    if isinstance(spawned, CommandResult):
+        return spawned
+    poller = select.poll()
+    sup = Supervisor(plan, spawned, started=started, forget=functools.partial(_unregister, poller),
+                     on_output=guarded(on_output) if on_output else None)
+    try:
+        for fd in sup.watched():
+            poller.register(fd, select.POLLIN)
+        drive.poll_loop(sup, poller)
+        return sup.result()
+    finally:
+        sup.abort()
+
+
+async def arun_command(
+    command: str,
+    *,
+    cwd: _PathArg | None = None,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
+    inherit_env: bool = True,
+    shell: str = "bash",
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    grace: float = DEFAULT_GRACE,
+    spill_dir: _PathArg | None = None,
+    sandbox: Sandbox | None = None,
+    on_output: OutputCallback | None = None,
+    process_cwd: str | None = None,
+) -> CommandResult:
+    """`run_command` for asyncio: same arguments, same results, no blocking call on the loop.
+
+    `on_output` is called on the event loop's thread. With an absolute `cwd` it never asks
+    `os.getcwd()`: without `process_cwd` the preamble enters `cwd` (a `cd`, ~0.1 ms); with
+    `cwd` None or relative it must ask. A shell name seen for the first time is looked up on
+    PATH in a thread. Cancelling it kills the command's process tree before the cancellation
+    propagates.
+    """
+    started = time.monotonic()
+    must_ask = cwd is None or not os.path.isabs(cwd)
+    plan = _plan(_Request(command, cwd, timeout, env, pass_env, inherit_env, shell,
+                          max_output_chars, grace, spill_dir, sandbox, process_cwd, must_ask))
+    if isinstance(plan, CommandResult):
+        return plan
+    loop = asyncio.get_running_loop()
+    if not plan.executable:  # a shell name not looked up yet: once per name and PATH
+        path = plan.env.get("PATH")
+        found = await drive.in_thread(loop, functools.partial(spawn.resolve, shell, path))
+        plan = plan._replace(executable=found)
+    try:
+        inner = drive.ReadySet()  # before the spawn: failing here leaves nothing running
+    except OSError as exc:
+        return spawn_error_result(exc, plan.target)
+    spawned = spawn.spawn(plan)
+    if isinstance(spawned, CommandResult):
+        inner.close()
+        return spawned
+    relay = drive.OutputRelay(guarded(on_output)) if on_output else None
+    sup = Supervisor(plan, spawned, started=started, forget=inner.unregister, on_output=relay)
+    try:
+        for fd in sup.watched():
+            inner.register(fd)
+        finished_here = await drive.LoopDriver(loop, inner, sup).run()
+    except asyncio.CancelledError:
+        await drive.abort_in_thread(loop, sup)
+        raise
+    except BaseException:
+        sup.abort()
+        raise
+    finally:
+        inner.close()
+    if finished_here and not sup.result_needs_thread():
+        return sup.result()
+    return await drive.finish_in_thread(loop, sup, relay)
+
+
+def _unregister(poller: select.poll, fd: int) -> None:
+    try:  # three times per command: a bare `try` costs less than `contextlib.suppress`
+        poller.unregister(fd)
+    except (KeyError, OSError, ValueError):
+        return
+
+
+def _plan(request: _Request) -> Plan | CommandResult:
+    """Check the arguments and decide everything the spawn needs.
+
+    `Plan.executable` is "" when the shell still has to be looked up on PATH.
+    """
+    command = request.command
+    problem = _argument_problem(command, request.timeout, request.grace, request.max_output_chars)
+    if problem:
+        return args_error(problem, command if isinstance(command, str) else "")
+    run_id = os.urandom(16).hex()
+    full_env = build_env(extra=request.env, pass_env=request.pass_env,
+                         inherit_env=request.inherit_env)
+    inherited = full_env.get(MARKER_VAR)
+    # Keep an outer run's marker too, so a bashgraph running inside bashgraph stays findable.
+    full_env[MARKER_VAR] = f"{inherited}:{run_id}" if inherited else run_id
+    here = request.process_cwd
+    if here is None and request.ask_cwd:
+        here = _process_cwd()
+    given_cwd = None if request.cwd is None else _absolute(request.cwd, here)
+    start_dir = given_cwd or here
+    if start_dir:
+        # The shell takes $PWD from here when it names its directory, so `$PWD` (reported back
+        # as final_cwd) is exactly start_dir even when no `cd` is needed.
+        full_env["PWD"] = start_dir
+    sandbox, shell = request.sandbox, request.shell
+    # A sandbox enters the start directory itself, and looks the shell up on its own PATH.
+    enter = "" if sandbox is not None or start_dir == here else start_dir or ""
+    executable = shell if sandbox is not None else spawn.known_executable(
+        shell, full_env.get("PATH"))
+    return Plan(
+        target=SpawnTarget(command, shell, given_cwd, start_dir),
+        enter_dir=enter,
+        track_cwd=launch.may_change_directory(command, shell, full_env),
+        executable=executable or "",
+        env=full_env,
+        timeout=DEFAULT_TIMEOUT if request.timeout is None else float(request.timeout),
+        grace=float(request.grace),
+        max_output_chars=request.max_output_chars,
+        spill_dir=None if request.spill_dir is None else Path(request.spill_dir),
+        run_id=run_id,
+        sandbox=sandbox,
+    )
+
+
+def _absolute(cwd: _PathArg, here: str | None) -> str:
+    """`cwd` made absolute against `here` (normalised, like `os.path.abspath`)."""
+    path = os.fspath(cwd)
+    if os.path.isabs(path) or here is None:
+        return os.path.abspath(path)  # no getcwd for an absolute path
+    return os.path.normpath(os.path.join(here, path))
+
+
+def _argument_problem(
+    command: object, timeout: float | None, grace: float, max_output_chars: int
+) -> str | None:
+    if not isinstance(command, str):
+        return f"'command' must be a string, got {type(command).__name__}"
+    if "\0" in command:
+        return "'command' contains NUL bytes"
+    if timeout is not None and not timeout > 0:
+        return f"'timeout' must be a positive number of seconds, got {timeout!r}"
+    if not (grace >= 0 and math.isfinite(grace)):
+        return f"'grace' must be a finite number of seconds >= 0, got {grace!r}"
+    if max_output_chars < 0:
+        return f"'max_output_chars' must be >= 0, got {max_output_chars!r}"
+    return None
+
+
+def _process_cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # our own directory was removed: the shell starts there all the same
+        return None

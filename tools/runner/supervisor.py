@@ -1,0 +1,355 @@
+"""One running command as a state machine that the sync and the async loop both drive.
+
+A loop only waits — for one of `watched()` to become readable, or for `wait_time()` to pass — and
+reports back through `on_ready(fd)` and `step(now)`. Reading, the decisions (drain, terminate,
+kill) and the result are made here, once.
+
+Phases:
+
+* RUNNING — until the shell exits or the timeout passes.
+* DRAINING — the shell exited but something it started still holds the pipes (`sleep 30 &`).
+  They get `DRAIN_S` to finish writing; then the processes holding the pipes — and only those —
+  are terminated as below. Background processes that redirected their output elsewhere
+  (daemons, `nohup cmd >log 2>&1 &`) do not hold the pipes: they are never waited for and are
+  left running, whether or not something else had to be killed.
+* TERMINATING — SIGTERM (then SIGCONT) went to the group and every process found (see
+  `reaper`), or after DRAINING to the pipe holders; `grace` seconds for them to exit.
+* KILLING — SIGKILL to the group and to every process found; `KILL_WAIT_S` for them to vanish.
+* DONE — whatever is still buffered in the pipes has been read; `result()` can be built.
+
+What may block (and what does not): reading the pipes never blocks (they are non-blocking), and
+neither does reaping the shell (`WNOHANG`). Writing a spill file, the `/proc` scans that stop
+processes, and waiting for killed processes do. `needs_thread(now)` says, before the step that
+would start any of them, that the rest of the run should be driven from a thread of its own (the
+async runner does so); `result_needs_thread()` says the same of building the result.
+
+Live output (`on_output`): see `live.py`; flushes are due at most every
+`live.FLUSH_INTERVAL_S`, so `wait_time` includes the next one and `step` makes it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from enum import Enum
+
+from bashgraph.tools.results import CommandResult
+from bashgraph.tools.runner.capture import StreamCapture
+from bashgraph.tools.runner.classify import RunFacts, classify, start_dir_error
+from bashgraph.tools.runner.launch import CD_FAILED
+from bashgraph.tools.runner.live import LiveOutput, OutputCallback
+from bashgraph.tools.runner.reaper import Reaper, open_pidfd, pipe_names
+from bashgraph.tools.runner.spawn import Plan, Spawned
+from bashgraph.tools.safety.sandbox import classify_sandbox_exit, read_status_fd
+
+DRAIN_S = 0.5
+KILL_WAIT_S = 0.25
+#: How often killed processes are checked while they are given time to exit.
+KILL_POLL_S = 0.01
+#: Without a pidfd the shell's exit is noticed by polling this often.
+EXIT_POLL_S = 0.02
+#: The last read of what the pipes still hold is bounded, in case an unkillable writer remains.
+FINAL_DRAIN_S = 0.05
+
+
+class Phase(Enum):
+    RUNNING = "running"
+    DRAINING = "draining"
+    TERMINATING = "terminating"
+    KILLING = "killing"
+    DONE = "done"
+
+
+class Supervisor:
+    """Runs one spawned command to its end; see the module docstring for the phases."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        spawned: Spawned,
+        *,
+        started: float,
+        forget: Callable[[int], object],
+        on_output: OutputCallback | None = None,
+    ) -> None:
+        self.plan = plan
+        self.proc = spawned.proc
+        self._channel = spawned.channel
+        # Open until the result is built: bwrap writing to a closed pipe dies of SIGPIPE.
+        self._status_fd = spawned.status_fd
+        self.started = started
+        self.forget = forget
+        tag = plan.run_id[:12]
+        limit = plan.max_output_chars
+        pipes = spawned.pipes
+        self._streams = {
+            pipes[0]: StreamCapture("stdout", limit, plan.spill_dir, tag),
+            pipes[1]: StreamCapture("stderr", limit, plan.spill_dir, tag),
+        }
+        self._live = LiveOutput(list(self._streams.values()), on_output) if on_output else None
+        self._live_armed = False  # a flush is waiting for its time (the loop must wake for it)
+        self._last_line: str | None = None
+        self._line_taken = False
+        self._open = list(pipes)
+        self._order = pipes
+        self.pidfd = open_pidfd(self.proc.pid)
+        self.phase = Phase.RUNNING
+        self._deadline = started + plan.timeout
+        self._timed_out = self._escalated = self._leftovers_killed = False
+        self._reaper: Reaper | None = None
+        self._ended_at = started
+        self._delivered = False
+        self._pause: float | None = None  # None: no stream was read since the last pause
+
+    @property
+    def done(self) -> bool:
+        return self.phase is Phase.DONE
+
+    def watched(self) -> list[int]:
+        """The descriptors worth waiting on: open pipes, and the shell's pidfd until it exits."""
+        return [*self._open, self.pidfd] if self.pidfd >= 0 else list(self._open)
+
+    def wait_time(self, now: float) -> float | None:
+        """Seconds the loop may wait before calling `step` (None: until a descriptor is ready)."""
+        left = self._deadline - now
+        if self.phase in (Phase.TERMINATING, Phase.KILLING):
+            left = min(left, KILL_POLL_S)
+        elif self.proc.returncode is None and self.pidfd < 0:
+            left = min(left, EXIT_POLL_S)
+        if self._live_armed and self._live is not None:
+            left = min(left, (self._live.due_at() or now) - now)
+        return None if math.isinf(left) else max(left, 0.0)
+
+    def needs_thread(self, now: float) -> bool:
+        """True when the next read or step may block (see the module docstring)."""
+        if self.phase in (Phase.TERMINATING, Phase.KILLING):
+            return True
+        if any(stream.on_disk for stream in self._streams.values()):
+            return True
+        if now < self._deadline:
+            return False
+        if self.phase is Phase.RUNNING:
+            return self.proc.returncode is None  # the timeout: the process tree is stopped
+        return self.phase is Phase.DRAINING and bool(self._open)  # the pipe holders are
+
+    def result_needs_thread(self) -> bool:
+        """True when building the result reads the disk: a spilled stream's tail, or the
+        working directory the preamble could not enter (to say why)."""
+        if any(stream.on_disk for stream in self._streams.values()):
+            return True
+        return self._channel_line() == CD_FAILED and not self._timed_out
+
+    def on_ready(self, fd: int) -> bool:
+        """Handle a readable descriptor; True when a pipe closed, the shell exited, or output
+        now waits for a live flush (the loop's next wake-up may have to come sooner)."""
+        if fd == self.pidfd:
+            self._reap()
+            return True
+        stream = self._streams[fd]
+        moved = stream.pump(fd)
+        if moved == 0:
+            self._close_pipe(fd)
+            return True
+        # The loop waits only as long as every stream read in this round wants: a fast stream
+        # must not be held back by a slow one beside it.
+        wanted = stream.pause_after(moved)
+        self._pause = wanted if self._pause is None else min(self._pause, wanted)
+        return moved > 0 and self._live is not None and self._after_output(time.monotonic())
+
+    def _after_output(self, now: float) -> bool:
+        """Flush live output at once when its time has come; else arm the flush (True if new)."""
+        assert self._live is not None
+        due = self._live.due_at()
+        if due is None:
+            return False
+        if now >= due:
+            self._live.flush(now)
+            self._live_armed = False
+            return False
+        armed, self._live_armed = self._live_armed, True
+        return not armed
+
+    def take_pause(self) -> float:
+        """Seconds the loop should stop reading, to batch a large stream (then reset).
+
+        A command printing hundreds of MB in small writes would otherwise wake us once per
+        write: tens of thousands of wake-ups that cost more than moving the bytes (`pacing`).
+        """
+        pause, self._pause = self._pause, None
+        return pause or 0.0
+
+    def step(self, now: float) -> None:
+        """Advance the phase when its condition or its deadline has been reached."""
+        if self.pidfd < 0:
+            self._reap()
+        if self._live_armed and self._live is not None:
+            self._live.flush_if_due(now)
+            self._live_armed = self._live.pending()
+        if self.phase is Phase.RUNNING:
+            self._while_running(now)
+        elif self.phase is Phase.DRAINING:
+            self._while_draining(now)
+        elif self.phase is Phase.TERMINATING:
+            self._while_terminating(now)
+        elif self.phase is Phase.KILLING:
+            self._while_killing(now)
+
+    def result(self) -> CommandResult:
+        """The CommandResult of a finished run (call once, when `done`)."""
+        self._delivered = True
+        last_line = self._channel_line()
+        if last_line == CD_FAILED and not self._timed_out:
+            for stream in self._streams.values():
+                stream.discard()
+            self._close_status()
+            return start_dir_error(self.plan.target)
+        facts = RunFacts(
+            target=self.plan.target,
+            returncode=self.proc.returncode,
+            stdout=self._streams[self._order[0]].finish(),
+            stderr=self._streams[self._order[1]].finish(),
+            duration_s=self._ended_at - self.started,
+            timeout=self.plan.timeout,
+            timed_out=self._timed_out,
+            escalated=self._escalated,
+            grace=self.plan.grace,
+            outsiders=self._reaper.outsiders if self._reaper else 0,
+            leftovers_killed=self._leftovers_killed,
+            final_cwd=self._final_cwd(last_line),
+        )
+        return self._sandbox_failure(facts) or classify(facts)
+
+    def _sandbox_failure(self, facts: RunFacts) -> CommandResult | None:
+        """`spawn_error` when the sandbox never started the command (see `sandbox`)."""
+        if self._status_fd < 0:
+            return None
+        status = read_status_fd(self._status_fd)
+        self._status_fd = -1
+        if facts.timed_out or facts.returncode is None:
+            return None
+        failed = classify_sandbox_exit(status, facts.returncode, facts.stderr.text,
+                                       command=facts.target.command, cwd=facts.target.start_dir)
+        return None if failed is None else replace(failed, duration_s=round(facts.duration_s, 6))
+
+    def _channel_line(self) -> str | None:
+        """The last line the preamble wrote on the cwd channel (read once, after the exit)."""
+        if not self._line_taken:
+            self._last_line, self._line_taken = self._channel.take(), True
+        return self._last_line
+
+    def abort(self) -> None:
+        """End a run that produced no result (interrupted, cancelled): kill it, remove its files.
+
+        Does nothing once `result()` was built, so it can sit in a `finally`.
+        """
+        if self._delivered:
+            return
+        if not self.done:
+            reaper = self._reaper or Reaper(self.proc.pid, self.plan.run_id)
+            reaper.signal_all(signal.SIGKILL)
+            reaper.close()
+            self.proc.wait(KILL_WAIT_S)
+            self._close_all()
+            self.phase = Phase.DONE
+        for stream in self._streams.values():
+            stream.discard()
+        self._channel.close()
+        self._close_status()
+
+    def _close_status(self) -> None:
+        if self._status_fd >= 0:
+            os.close(self._status_fd)
+            self._status_fd = -1
+
+    def _while_running(self, now: float) -> None:
+        if self.proc.returncode is not None:
+            if self._open:
+                self.phase, self._deadline = Phase.DRAINING, now + DRAIN_S
+            else:
+                self._finish(now)
+        elif now >= self._deadline:
+            self._timed_out = True
+            self._terminate(now)
+
+    def _while_draining(self, now: float) -> None:
+        if not self._open:
+            self._finish(now)
+        elif now >= self._deadline:
+            self._leftovers_killed = True
+            self._terminate(now)
+
+    def _while_terminating(self, now: float) -> None:
+        if self._settled(signal.SIGTERM, signal.SIGCONT):
+            self._finish(now)
+        elif now >= self._deadline:
+            assert self._reaper is not None
+            self._escalated = True
+            self._reaper.signal_all(signal.SIGKILL)
+            self.phase, self._deadline = Phase.KILLING, now + KILL_WAIT_S
+
+    def _while_killing(self, now: float) -> None:
+        if self._settled(signal.SIGKILL) or now >= self._deadline:
+            self._finish(now)
+
+    def _terminate(self, now: float) -> None:
+        """SIGTERM (and SIGCONT, so stopped processes can act on it) to what must end.
+
+        On a timeout that is the whole command; after the shell exited, only the processes
+        still holding the pipes (from the `_open` read ends' inodes).
+        """
+        holders = None if self._timed_out else pipe_names(*self._open)
+        self._reaper = Reaper(self.proc.pid, self.plan.run_id, holding=holders)
+        self._reaper.signal_all(signal.SIGTERM, signal.SIGCONT)
+        self.phase, self._deadline = Phase.TERMINATING, now + self.plan.grace
+
+    def _settled(self, *signals: int) -> bool:
+        self._reap()
+        return self._reaper is None or self._reaper.settled(*signals)
+
+    def _finish(self, now: float) -> None:
+        self._reap()
+        until = time.monotonic() + FINAL_DRAIN_S
+        for fd in list(self._open):
+            while self._streams[fd].pump(fd) > 0 and time.monotonic() < until:
+                pass
+        self._close_all()
+        if self._live is not None:
+            self._live.flush(now, final=True)
+            self._live_armed = False
+        self._ended_at = now
+        self.phase = Phase.DONE
+
+    def _reap(self) -> None:
+        if self.proc.returncode is None and self.proc.poll() is None:
+            return
+        if self.pidfd >= 0:
+            self.forget(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+    def _close_pipe(self, fd: int) -> None:
+        self.forget(fd)
+        os.close(fd)
+        self._open.remove(fd)
+
+    def _close_all(self) -> None:
+        for fd in list(self._open):
+            self._close_pipe(fd)
+        if self.pidfd >= 0:
+            self.forget(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self._reaper is not None:
+            self._reaper.close()
+
+    def _final_cwd(self, last_line: str | None) -> str | None:
+        """The shell's last directory, when it exited on its own (and, if tracked, said one)."""
+        if self._timed_out or (self.proc.returncode or 0) < 0:
+            return None
+        if not self.plan.track_cwd:
+            return self.plan.target.start_dir  # the command cannot have moved the shell
+        return last_line if last_line and last_line.startswith("/") else None
