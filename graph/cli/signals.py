@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
+import sys
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -104,6 +106,54 @@ class SigintGuard:
     def _raise(self, signum: int, frame: Any) -> None:
         self.received = signal.Signals(signum)
         raise KeyboardInterrupt
+
+
+class SignalAwareStdin:
+    """A person's answer read from stdin, in a way a stopping signal always interrupts.
+
+    A blocking `input()` is woken only if the kernel hands the signal to the main thread. Other
+    threads are alive at a prompt (the database's, the event loop's executor), and a signal that
+    lands on one of them leaves `input()` waiting for a line: Ctrl-C would seem to do nothing.
+    Here the read waits on stdin and on a wakeup pipe that Python's signal handling writes to
+    from whichever thread received the signal; the main thread then runs the handler, which
+    raises `KeyboardInterrupt` inside `SigintGuard.default`. It is a `stream` for rich's prompts.
+    """
+
+    def __init__(self) -> None:
+        self._pending = bytearray()  # read past the line given out (a pipe may bring several)
+
+    def readline(self) -> str:
+        """The next line without its newline (as `input()` gives it); EOFError at the end."""
+        wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        try:
+            line = self._next_line(sys.stdin.fileno(), wake_read)
+        finally:
+            signal.set_wakeup_fd(previous)
+            os.close(wake_read)
+            os.close(wake_write)
+        return line.decode(sys.stdin.encoding or "utf-8", errors="replace")
+
+    def _next_line(self, fd: int, wake: int) -> bytes:
+        while b"\n" not in self._pending:
+            ready, _, _ = select.select([fd, wake], [], [])
+            if wake in ready:
+                # A signal: its handler runs at the next bytecode boundary (and raises), not later.
+                os.read(wake, 64)
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return self._last_line()
+            self._pending += chunk
+        line, _, rest = bytes(self._pending).partition(b"\n")
+        self._pending = bytearray(rest)
+        return line
+
+    def _last_line(self) -> bytes:
+        if not self._pending:
+            raise EOFError
+        line, self._pending = bytes(self._pending), bytearray()
+        return line
 
 
 def _say(message: bytes) -> None:

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO, cast
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -28,6 +28,7 @@ from rich.text import Text
 
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
+from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
 from bashgraph.graph.state import FINAL_STATUSES
 from bashgraph.tools.safety.visible import one_line, visible
@@ -35,6 +36,8 @@ from bashgraph.tools.safety.visible import one_line, visible
 TAIL_LINES = 4
 TOKEN_LINES = 3
 #: Badge colours by the badge's first word; every spawn error (timeout, not found, ...) is red.
+#: Where prompts read answers: a read that Ctrl-C always interrupts, whichever thread receives it.
+_STDIN = cast("TextIO", SignalAwareStdin())
 _BADGE_STYLE = {"ok": "green", "exit": "yellow", "bad": "magenta"}
 _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
               "environment_fault": "bold magenta"}
@@ -220,23 +223,24 @@ class TerminalRenderer:
     def _ask_approval(self, question: Mapping[str, Any], choices: list[str]) -> Any:
         # The choices are listed in the box above; the prompt shows only the default.
         action = Prompt.ask("[bold]answer[/]", choices=choices, show_choices=False,
-                            default=questions.default(question), console=self.console)
+                            default=questions.default(question), console=self.console, stream=_STDIN)
         if action == "edit":
             requests = question.get("requests") or [{}]
             proposed = str(requests[0].get("command") or "")
             # Not rich's `default=`: it would print the proposed command raw.
             prompt = Text.assemble("command to run instead (Enter: ", one_line(proposed), ")")
-            command = Prompt.ask(prompt, default="", show_default=False, console=self.console)
+            command = Prompt.ask(prompt, default="", show_default=False, console=self.console, stream=_STDIN)
             return {"action": "edit", "command": command or proposed}
         if action == "reject":
-            message = Prompt.ask("message for the model (optional)", default="", console=self.console)
+            message = Prompt.ask("message for the model (optional)", default="", console=self.console,
+                                 stream=_STDIN)
             return {"action": "reject", "message": message} if message else "reject"
         return action
 
     def _prompt(self, text: str, default: str | None) -> str:
         while True:
-            answer = (Prompt.ask(text, console=self.console) if default is None
-                      else Prompt.ask(text, default=default, console=self.console)).strip()
+            answer = (Prompt.ask(text, console=self.console, stream=_STDIN) if default is None
+                      else Prompt.ask(text, default=default, console=self.console, stream=_STDIN)).strip()
             if answer:
                 return answer
 

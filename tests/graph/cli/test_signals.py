@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +49,46 @@ def test_a_stopping_signal_kills_the_command_and_leaves_the_thread_resumable(
     ended = [(e["outcome"], e["spawn_error"]) for e in resumed.of("command_end")]
     assert ended == [("spawn_error", "interrupted")]
     assert (cli.workdir / "runs").read_text() == "ran\n"
+
+
+#: A prompt's read, with another thread alive that receives the Ctrl-C (the kernel may pick any
+#: thread that does not block the signal; `pthread_kill` makes that choice here, every time).
+PROMPT_READER = """
+import signal, sys, threading, time
+from bashgraph.graph.cli.signals import SignalAwareStdin, SigintGuard
+
+def press_ctrl_c_on_another_thread():
+    time.sleep(0.3)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+guard = SigintGuard()
+threading.Thread(target=press_ctrl_c_on_another_thread).start()
+with guard.default():
+    try:
+        SignalAwareStdin().readline()
+    except KeyboardInterrupt:
+        print("interrupted", guard.status)
+"""
+
+
+def test_ctrl_c_at_a_prompt_ends_the_read_whichever_thread_receives_it() -> None:
+    """Ctrl-C while a question waits for its answer stops the wait even when the signal is
+    delivered to a thread other than the one reading (with plain `input()` this test hangs)."""
+    reader = subprocess.Popen([sys.executable, "-c", PROMPT_READER],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        reader.wait(timeout=10)  # stdin stays open: no line ever arrives
+    finally:
+        reader.kill()
+    assert reader.stdout is not None
+    assert reader.stdout.read().split() == ["interrupted", "interrupted"]
+
+
+def test_the_prompt_reader_gives_lines_as_input_does(tmp_path: Path) -> None:
+    """A line comes back without its newline; the end of input is EOFError, as with `input()`."""
+    script = ("from bashgraph.graph.cli.signals import SignalAwareStdin\n"
+              "r = SignalAwareStdin()\nprint(repr(r.readline()), repr(r.readline()))\n"
+              "try:\n    r.readline()\nexcept EOFError:\n    print('eof')\n")
+    done = subprocess.run([sys.executable, "-c", script], check=False, input="approve\nécrit\n", capture_output=True,
+                          text=True, timeout=30)
+    assert done.stdout.splitlines() == ["'approve' 'écrit'", "eof"], done.stderr
