@@ -11,10 +11,12 @@ from bashgraph.tools.lazy_exports import lazy_exports
 
 __all__ = [
     "AgentConfig",
+    "AgentInput",
     "AgentState",
     "BashgraphError",
     "ConfigError",
     "ModelError",
+    "PublicState",
     "Session",
     "StoreError",
     "ThreadBusyError",
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
         ThreadBusyError,
         UnfinishedThreadError,
     )
-    from bashgraph.graph.state import AgentState
+    from bashgraph.graph.state import AgentInput, AgentState, PublicState
     from bashgraph.graph.store.checkpoints import open_checkpointer
     from bashgraph.graph.store.session import Session, open_session
 
@@ -48,7 +50,7 @@ _HOMES = {
     "AgentConfig": "config", "draw": "draw", "BashgraphError": "errors", "ConfigError": "errors",
     "ModelError": "errors", "StoreError": "errors", "ThreadBusyError": "errors",
     "UnfinishedThreadError": "errors", "Session": "store.session", "open_session": "store.session",
-    "AgentState": "state",
+    "AgentState": "state", "AgentInput": "state", "PublicState": "state",
 }
 
 

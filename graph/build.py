@@ -29,13 +29,15 @@ from bashgraph.graph.routing import (
     next_after_route,
     next_after_tools,
 )
-from bashgraph.graph.state import AgentState
+from bashgraph.graph.state import AgentInput, AgentState, PublicState
 from bashgraph.tools.bash_tool import make_bash_tool
 from bashgraph.tools.job_tools import make_job_tools
 
 #: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
-#: input: LangGraph coerces message tuples), so they are typed loosely on purpose.
+#: input: LangGraph coerces message tuples), so they are typed loosely on purpose; the graph
+#: declares their schemas (`AgentInput`, `PublicState`) for LangGraph Studio and the server.
 Agent = CompiledStateGraph[AgentState, None, Any, Any]
+Builder = StateGraph[AgentState, None, AgentInput, PublicState]
 
 
 def build_graph(
@@ -53,7 +55,9 @@ def build_graph(
     tools = [make_bash_tool(max_timeout=config.max_timeout_s, background=True), *make_job_tools()]
     loop = LoopNodes(model.bind_tools(tools), config, executor, checker)
     recovery = RecoveryNodes(config, executor)
-    builder = StateGraph(AgentState)
+    # Callers see AgentInput and PublicState (Studio's input form, `invoke`'s result); the nodes
+    # read and write all of AgentState, the bookkeeping included.
+    builder: Builder = StateGraph(AgentState, input_schema=AgentInput, output_schema=PublicState)
     builder.add_node("agent", dual_node(loop.agent, loop.aagent, "agent"))
     builder.add_node("approve", ApprovalNode(config, checker))
     builder.add_node("tools", dual_node(loop.tools, loop.atools, "tools"))
@@ -89,7 +93,7 @@ def dual_node(func: Callable[..., Any], afunc: Callable[..., Any], name: str) ->
 
 
 def _add_labelled_edges(
-    builder: StateGraph[AgentState], source: str, edge: Callable[[AgentState], str], labels: dict[str, str]
+    builder: Builder, source: str, edge: Callable[[AgentState], str], labels: dict[str, str]
 ) -> None:
     """Conditional edges out of `source`, each drawn with the label of the outcomes taking it."""
     builder.add_conditional_edges(source, labelled(edge, labels), {label: target for target, label in labels.items()})

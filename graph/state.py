@@ -1,4 +1,6 @@
-"""AgentState: what the graph carries between nodes. Plain JSON-able values only.
+"""The graph's state: what a caller passes in (`AgentInput`), what a run reports
+(`PublicState`), and what the nodes keep for each other (`Bookkeeping`). `AgentState` is all of
+them. Plain JSON-able values only.
 
 Tool results travel as ToolMessages whose `artifact` is `CommandResult.to_dict()`; routing reads
 those artifacts, never the message text.
@@ -38,42 +40,82 @@ class Failure(TypedDict):
     evidence: str
 
 
-class AgentState(TypedDict, total=False):
-    """The graph's state. Counters reset when a batch of tool calls all succeed."""
+#: The conversation channel: a DeltaChannel, so each checkpoint stores only the messages its
+#: step wrote (linear size). One alias for every schema that names `messages`: LangGraph requires
+#: a channel to be declared the same way wherever it appears.
+Messages = Annotated[list[AnyMessage], DeltaChannel(merge_message_batches)]
 
-    messages: Annotated[list[AnyMessage], DeltaChannel(merge_message_batches)]
-    """The conversation: task, model replies, tool results (capped text + artifact).
-    A DeltaChannel: each checkpoint stores only the messages its step wrote (linear size)."""
-    cwd: str | None
-    """Working directory of the next command (None: the configured workdir)."""
-    steps: int
-    """Model calls made so far in this thread."""
-    exit_streak: int
-    """Consecutive tool batches with an exit-code failure."""
-    args_errors: int
-    """Consecutive tool batches with invalid arguments."""
-    spawn_retries: int
-    """Automatic re-runs spent on the current transient spawn failure."""
-    replans: int
-    """Re-plan messages sent in this thread."""
-    failures: list[Failure]
-    """Recent failures, oldest first, at most `AgentConfig.failure_history`."""
-    attempt_serial: int
-    """Retries run so far in this thread; numbers each re-run apart in the command journal."""
-    environment_told: str | None
-    """The environment fault last handed to the model (on_environment_error="model")."""
-    routed_reply: str | None
-    """Id of the model reply whose batch `route` last decided on."""
-    route_base: dict[str, Any] | None
-    """Counters and failures as they were before that batch (re-routes after a retry start here)."""
-    next_hop: NextHop
-    """Where `tools` or `route` decided to go; read by the edges after them."""
-    policy_checks: PolicyChecks | None
-    """The policy's checks of the newest reply's calls, made once by `agent` (graph/checks.py)."""
+
+class AgentInput(TypedDict):
+    """What a caller passes to start a run, or to give a finished thread new work.
+
+    `{"messages": [("user", "task")]}` is enough (LangGraph coerces message tuples and dicts).
+    Continuing a stopped run takes `None`, answering a question `Command(resume=...)`: neither is
+    input. Keys other than `messages` are not input and are ignored.
+    """
+
+    messages: Messages
+    """The task: usually one user message, appended to the thread's conversation."""
+
+
+class PublicState(TypedDict, total=False):
+    """What a run reports: the graph's output (`invoke`, the LangGraph server's run results).
+
+    New input on a finished thread starts a new run: the counters, `failures`, `status` and
+    `reason` start again; `messages` and `cwd` carry on. docs/graph.md#state has the table.
+    """
+
+    messages: Messages
+    """The conversation: task, model replies, tool results (capped text + `CommandResult`
+    artifact), re-plan and escalation messages."""
     status: RunStatus
     """"running" until the run ends; then why it ended."""
     reason: str | None
     """One line on why the run ended or paused, for people and the CLI."""
+    cwd: str | None
+    """Working directory of the next command (None: the configured workdir)."""
+    steps: int
+    """Model calls made so far in this run (the limit is `max_steps`)."""
+    exit_streak: int
+    """Consecutive tool batches with an exit-code failure (a re-plan at `replan_after`)."""
+    args_errors: int
+    """Consecutive tool batches with invalid arguments (the run fails at `max_args_errors`)."""
+    spawn_retries: int
+    """Automatic re-runs spent on the current transient spawn failure (`max_spawn_retries`)."""
+    replans: int
+    """Re-plan messages sent in this run (`max_replans`)."""
+    failures: list[Failure]
+    """Recent failures, oldest first, at most `AgentConfig.failure_history`; cleared by a batch
+    whose every call succeeds."""
+
+
+class Bookkeeping(TypedDict, total=False):
+    """What the nodes keep for each other: read by the graph, not part of its output.
+
+    These are channels like the public fields, so checkpoints hold them, `get_state().values`
+    and `stream(stream_mode="values")` show them, and `update_state` can write them; `invoke`
+    does not return them. Their names are stored in checkpoints: renaming one breaks resuming.
+    """
+
+    next_hop: NextHop
+    """Where `tools` or `route` decided to go; read by the edges after them."""
+    routed_reply: str | None
+    """Id of the model reply whose batch `route` last decided on."""
+    route_base: dict[str, Any] | None
+    """Counters and failures as they were before that batch (re-routes after a retry start here)."""
+    attempt_serial: int
+    """Retries run so far in this thread; numbers each re-run apart in the command journal."""
+    policy_checks: PolicyChecks | None
+    """The policy's checks of the newest reply's calls, made once by `agent` (graph/checks.py)."""
+    environment_told: str | None
+    """The environment fault last handed to the model (on_environment_error="model")."""
+
+
+class AgentState(PublicState, Bookkeeping, total=False):
+    """The graph's state, what every node reads: the public fields and the bookkeeping.
+
+    The graph takes `AgentInput` and returns `PublicState` (graph/build.py).
+    """
 
 
 def last_ai_message(messages: list[AnyMessage]) -> AIMessage | None:

@@ -127,12 +127,14 @@ def test_transient_signal_is_retried_and_the_retry_result_replaces_the_first(tmp
 
 def test_transient_fault_that_persists_escalates_after_the_budget(tmp_path: Path) -> None:
     """Retries spent -> escalate; with on_environment_error=stop the run ends as a fault."""
-    agent, model = make([calls_reply("kill -9 $$")], tmp_path, on_environment_error="stop", max_spawn_retries=2)
+    agent, model = make([calls_reply("kill -9 $$")], tmp_path, on_environment_error="stop", max_spawn_retries=2,
+                        saver=InMemorySaver())
     state = invoke(agent)
     model.assert_done()
     assert state["status"] == "environment_fault"
     assert "signal" in state["reason"]
-    assert state["attempt_serial"] == 2
+    # Bookkeeping is not output; the thread's state holds it.
+    assert agent.get_state({"configurable": {"thread_id": "t"}}).values["attempt_serial"] == 2
 
 
 def test_timeout_escalates_and_stop_reports_the_fault(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.graph.test_schema import BOOKKEEPING, PUBLIC
 from tests.support.openai_server import FakeOpenAIServer, text, tool_call
 
 pytestmark = pytest.mark.slow
@@ -132,8 +133,24 @@ def test_a_run_through_the_sdk_runs_a_command_and_finishes(dev_server: DevServer
     assert tools[0]["artifact"]["stdout"] == "from-studio\n"
     assert tools[0]["artifact"]["stderr_file"] is not None
     assert state["messages"][-1]["content"] == "it printed from-studio"
+    # The run's result is the public state; the thread's state keeps the bookkeeping this run wrote.
+    assert set(state) <= PUBLIC
+    assert set(client.threads.get_state(thread["thread_id"])["values"]) - PUBLIC == {"next_hop", "policy_checks"}
     assert "BlockingError" not in dev_server.log_text()
     model_server.assert_done()
+
+
+def test_studio_shows_the_declared_input_and_output_schemas(dev_server: DevServer) -> None:
+    """The run form asks for `messages` only; the output is the public state; the state view
+    (every channel) includes the bookkeeping."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=dev_server.url)
+    assistant = client.assistants.search(graph_id="bashgraph")[0]
+    schemas: Any = client.assistants.get_schemas(assistant["assistant_id"])
+    assert set(schemas["input_schema"]["properties"]) == {"messages"}
+    assert set(schemas["output_schema"]["properties"]) == PUBLIC
+    assert set(schemas["state_schema"]["properties"]) >= PUBLIC | BOOKKEEPING
 
 
 def test_live_output_goes_on_after_the_run_moved_to_a_thread(dev_server: DevServer) -> None:
