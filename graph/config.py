@@ -64,7 +64,8 @@ class AgentConfig:
     """Background jobs one run may hold running at a time; a start past it is an args error."""
 
     max_spawn_retries: int = 2
-    """Automatic re-runs of a command that hit a transient spawn error (resource, signal)."""
+    """Automatic re-runs of a command that hit a transient spawn error (the kinds marked transient
+    in the table of kinds, docs/graph.md)."""
 
     retry_backoff_s: float = 0.5
     """First retry delay; it doubles each time, with jitter, up to `retry_backoff_max_s`."""
@@ -73,7 +74,8 @@ class AgentConfig:
     """Longest delay between two automatic retries."""
 
     on_environment_error: EnvironmentErrorPolicy = "ask"
-    """What a non-transient spawn error does: ask a person, stop the run, or tell the model."""
+    """What an environment fault that retrying cannot cure does (a non-transient kind, or retries
+    spent): ask a person, stop the run, or tell the model. A refusal (`denied`) never comes here."""
 
     failure_history: int = 10
     """How many recent failures are kept in state (for re-plan messages and loop detection)."""

@@ -1,7 +1,9 @@
 """The failure branches: `retry` (transient spawn errors), `replan`, `escalate`.
 
 An environment fault is never "solved" by looping: `retry` spends a budget, `escalate` asks a
-person (LangGraph `interrupt`), stops the run, or hands the fault to the model once.
+person (LangGraph `interrupt`), stops the run, or hands the fault to the model once. The nodes
+here do the work (re-running calls, writing the re-plan message, asking); where each one goes
+next is decided in `routing.py`.
 """
 
 from __future__ import annotations
@@ -28,10 +30,9 @@ from bashgraph.graph.nodes import (
     thread_of,
     tool_messages,
 )
+from bashgraph.graph.routing import ESCALATION_CHOICES, decide_escalation, decide_on_answer
 from bashgraph.graph.state import AgentState, last_ai_message, latest_results
-from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
-
-ESCALATION_CHOICES = ("retry", "skip", "abort")
+from bashgraph.tools.results import CommandResult
 
 
 def backoff_delay(attempt: int, config: AgentConfig, rng: random.Random | None = None) -> float:
@@ -42,12 +43,13 @@ def backoff_delay(attempt: int, config: AgentConfig, rng: random.Random | None =
 
 
 def calls_to_rerun(state: AgentState) -> list[tuple[ToolCall, str | None]]:
-    """The calls of the newest batch that ended in a spawn error a re-run may cure, each with
-    the directory it first started in (not where the rest of the batch left the shell)."""
+    """The calls of the newest batch that ended in an environment fault (a re-run may cure it;
+    a refused call stays refused), each with the directory it first started in (not where the
+    rest of the batch left the shell)."""
     failed = {
         message.tool_call_id: result.cwd
         for message, result in latest_results(state.get("messages", []))
-        if result.outcome is Outcome.SPAWN_ERROR and result.spawn_error is not SpawnErrorKind.DENIED
+        if result.environment_fault
     }
     ai = last_ai_message(state.get("messages", []))
     return [(call, failed[call.get("id") or ""]) for call in (ai.tool_calls if ai else []) if call.get("id") in failed]
@@ -129,41 +131,21 @@ class RecoveryNodes:
     def _escalate(self, state: AgentState) -> Command[str]:
         faults = environment_faults(state)
         summary = "; ".join(f"`{r.command}`: {r.spawn_error} ({r.detail})" for r in faults)
-        policy = self.config.on_environment_error
-        if policy == "stop":
-            return _finish("environment_fault", f"environment fault: {summary}")
-        if policy == "model":
-            return self._hand_to_model(state, summary)
-        answer = interrupt({
-            "kind": "environment_error", "summary": summary,
-            "faults": [fault_evidence(r) for r in faults],
-            "choices": list(ESCALATION_CHOICES),
-            "note": "answer retry, skip or abort; any other text is passed to the model as a hint",
-        })
-        return self._answer(answer, summary)
-
-    def _hand_to_model(self, state: AgentState, summary: str) -> Command[str]:
-        # Told once: the same fault again means the model is looping on it, so the run stops.
-        if state.get("environment_told") == summary:
-            return _finish("environment_fault", f"environment fault repeated: {summary}")
-        message = HumanMessage(prompts.environment_fault_message(summary))
-        return Command(goto="agent", update={"messages": [message], "environment_told": summary})
-
-    def _answer(self, answer: Any, summary: str) -> Command[str]:
-        action, hint = parse_answer(answer)
-        if action == "retry":
-            return Command(goto="retry", update={"spawn_retries": 0})
-        if action == "abort":
-            return _finish("aborted", f"aborted by a person after: {summary}")
-        text = prompts.skipped_message(summary) if action == "skip" else prompts.hint_message(hint)
-        return Command(goto="agent", update={"messages": [HumanMessage(text)], "spawn_retries": 0})
+        decision = decide_escalation(state, self.config, summary)
+        if decision is None:
+            answer = interrupt({
+                "kind": "environment_error", "summary": summary,
+                "faults": [fault_evidence(r) for r in faults],
+                "choices": list(ESCALATION_CHOICES),
+                "note": "answer retry, skip or abort; any other text is passed to the model as a hint",
+            })
+            decision = decide_on_answer(answer, summary)
+        return Command(goto=decision.hop, update=decision.update)
 
 
 def environment_faults(state: AgentState) -> list[CommandResult]:
-    return [
-        result for _, result in latest_results(state.get("messages", []))
-        if result.outcome is Outcome.SPAWN_ERROR and result.spawn_error is not SpawnErrorKind.DENIED
-    ]
+    """The results of the newest batch that `escalate` is about."""
+    return [result for _, result in latest_results(state.get("messages", [])) if result.environment_fault]
 
 
 def fault_evidence(result: CommandResult) -> dict[str, Any]:
@@ -173,16 +155,3 @@ def fault_evidence(result: CommandResult) -> dict[str, Any]:
         "detail": result.detail, "errno": result.errno, "signal": result.signal,
         "stdout_tail": result.stdout[-500:], "stderr_tail": result.stderr[-500:],
     }
-
-
-def parse_answer(answer: Any) -> tuple[str, str]:
-    """Read a person's answer: "retry" / "skip" / "abort", {"action": ..., "hint": ...}, or a hint."""
-    if isinstance(answer, dict):
-        action = str(answer.get("action") or "hint").lower()
-        return (action if action in ESCALATION_CHOICES else "hint"), str(answer.get("hint") or "")
-    text = str(answer).strip()
-    return (text.lower(), "") if text.lower() in ESCALATION_CHOICES else ("hint", text)
-
-
-def _finish(status: str, reason: str) -> Command[str]:
-    return Command(goto="__end__", update={"status": status, "reason": reason})

@@ -1,7 +1,10 @@
 """Pure routing: which node runs next, decided from structured results and counters only.
 
-Nothing here reads message text or does I/O, so every branch is a plain unit test and the
-`Literal` return types let LangGraph draw every edge.
+Every routing rule of the graph is here: after the model, after `tools`, after `route`, and
+where `escalate` goes on its policy or on a person's answer. Nothing here reads a tool's answer
+text or does I/O, so every branch is a plain unit test and the `Literal` return types let
+LangGraph draw every edge. What a kind of spawn error is (transient, an environment fault or a
+refusal) is read from `CommandResult`, which reads the taxonomy in `bashgraph.tools.failures`.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from bashgraph.graph import prompts
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.state import (
@@ -23,7 +27,7 @@ from bashgraph.graph.state import (
     last_ai_message,
 )
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES
-from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind
+from bashgraph.tools.results import CommandResult, Outcome
 
 END: Final = "__end__"
 
@@ -83,14 +87,14 @@ def decide_after_tools(
 ) -> RouteDecision:
     """Route one batch of tool results. Worst outcome wins: environment > args > exit > ok."""
     history = list(state.get("failures", []))
-    new = [failure_of(r) for r in results if not r.ok]
+    failed = [r for r in results if not r.ok]
+    new = [failure_of(r) for r in failed]
     # A repeat counts within its own kind: an args error seen twice says nothing about exits.
     exit_repeat = any(is_repeat(f, history) for f in new if f["outcome"] == Outcome.EXIT_ERROR.value)
-    denied_again = any(is_repeat(f, history) for f in new if f["code"] == SpawnErrorKind.DENIED.value)
+    refused_again = any(is_repeat(f, history) for r, f in zip(failed, new, strict=True) if r.refused)
     history = ([] if not new else history + new)[-config.failure_history :]
     has = {r.outcome for r in results}
-    spawn = [r for r in results if r.outcome is Outcome.SPAWN_ERROR]
-    env_faults = [r for r in spawn if r.spawn_error is not SpawnErrorKind.DENIED]
+    env_faults = [r for r in results if r.environment_fault]
     counters = Counters(
         exit_streak=state.get("exit_streak", 0) + 1 if Outcome.EXIT_ERROR in has else 0,
         args_errors=state.get("args_errors", 0) + 1 if Outcome.ARGS_ERROR in has else 0,
@@ -102,7 +106,7 @@ def decide_after_tools(
         reason = f"{counters.args_errors} invalid tool calls in a row"
         return RouteDecision(END, counters, history, status="failed", reason=reason)
     streak = counters.exit_streak >= config.replan_after
-    if streak or exit_repeat or denied_again:
+    if streak or exit_repeat or refused_again:
         return _decide_replan(state, counters, history, config, streak)
     return RouteDecision("agent", counters, history)
 
@@ -225,6 +229,63 @@ def next_after_route(state: AgentState) -> Literal["agent", "replan", "retry", "
     if hop is None or hop == "route":
         raise ValueError("route did not record a next hop; the state is inconsistent")
     return hop
+
+
+#: A person's answers to an environment fault; any other text is a hint for the model.
+ESCALATION_CHOICES: Final = ("retry", "skip", "abort")
+
+EscalateHop = Literal["retry", "agent", "__end__"]
+
+
+@dataclass(frozen=True)
+class EscalateDecision:
+    """Where `escalate` sends the run, and what it writes into state on the way."""
+
+    hop: EscalateHop
+    update: dict[str, Any]
+
+
+def decide_escalation(state: AgentState, config: AgentConfig, summary: str) -> EscalateDecision | None:
+    """`escalate` on its policy (`on_environment_error`): `stop` and `model` decide at once;
+    None means ask a person, whose answer `decide_on_answer` routes."""
+    if config.on_environment_error == "stop":
+        return _finish("environment_fault", f"environment fault: {summary}")
+    if config.on_environment_error == "model":
+        return _tell_model(state, summary)
+    return None
+
+
+def _tell_model(state: AgentState, summary: str) -> EscalateDecision:
+    # Told once: the same fault again means the model is looping on it, so the run stops.
+    if state.get("environment_told") == summary:
+        return _finish("environment_fault", f"environment fault repeated: {summary}")
+    message = HumanMessage(prompts.environment_fault_message(summary))
+    return EscalateDecision("agent", {"messages": [message], "environment_told": summary})
+
+
+def decide_on_answer(answer: Any, summary: str) -> EscalateDecision:
+    """Where a person's answer to an environment fault goes: `retry` re-runs the failed calls with
+    a fresh retry budget, `abort` ends the run, `skip` and a hint go to the model."""
+    action, hint = parse_answer(answer)
+    if action == "retry":
+        return EscalateDecision("retry", {"spawn_retries": 0})
+    if action == "abort":
+        return _finish("aborted", f"aborted by a person after: {summary}")
+    text = prompts.skipped_message(summary) if action == "skip" else prompts.hint_message(hint)
+    return EscalateDecision("agent", {"messages": [HumanMessage(text)], "spawn_retries": 0})
+
+
+def parse_answer(answer: Any) -> tuple[str, str]:
+    """Read a person's answer: "retry" / "skip" / "abort", {"action": ..., "hint": ...}, or a hint."""
+    if isinstance(answer, dict):
+        action = str(answer.get("action") or "hint").lower()
+        return (action if action in ESCALATION_CHOICES else "hint"), str(answer.get("hint") or "")
+    text = str(answer).strip()
+    return (text.lower(), "") if text.lower() in ESCALATION_CHOICES else ("hint", text)
+
+
+def _finish(status: RunStatus, reason: str) -> EscalateDecision:
+    return EscalateDecision(END, {"status": status, "reason": reason})
 
 
 def labelled(edge: Callable[[AgentState], str], labels: Mapping[str, str]) -> Callable[[AgentState], str]:

@@ -12,6 +12,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from bashgraph.tools.failures import KINDS, TRANSIENT_KINDS, SpawnErrorKind, is_refusal
+
+# The kinds are declared with their taxonomy (failures.py); they stay public here, where callers
+# and stored checkpoints have always found them.
+__all__ = [
+    "NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind", "args_error", "clip",
+    "exit_hint", "render_for_model", "signal_name", "spawn_failure",
+]
+
 
 class Outcome(StrEnum):
     """The four ways a tool call can end. Public and stable."""
@@ -21,22 +30,6 @@ class Outcome(StrEnum):
     SPAWN_ERROR = "spawn_error"
     ARGS_ERROR = "args_error"
 
-
-class SpawnErrorKind(StrEnum):
-    """Why the shell never ran or never finished (only when the outcome is `spawn_error`)."""
-
-    NOT_FOUND = "not_found"
-    PERMISSION_DENIED = "permission_denied"
-    TIMEOUT = "timeout"
-    SIGNAL = "signal"
-    RESOURCE = "resource"
-    INTERRUPTED = "interrupted"
-    SANDBOX = "sandbox"
-    DENIED = "denied"
-
-
-#: Kinds worth running again unchanged: the fault may be gone a moment later.
-TRANSIENT_KINDS = frozenset({SpawnErrorKind.SIGNAL, SpawnErrorKind.RESOURCE})
 
 #: Shown to the model when a command printed nothing at all (an empty tool message is
 #: rejected by some providers and reads as "the tool broke" to others).
@@ -82,8 +75,19 @@ class CommandResult:
 
     @property
     def transient(self) -> bool:
-        """True when running the same command again may succeed (see `TRANSIENT_KINDS`)."""
-        return self.spawn_error in TRANSIENT_KINDS
+        """Running the same command again may succeed (the kind's entry in `failures.KINDS`)."""
+        return self.spawn_error is not None and KINDS[self.spawn_error].transient
+
+    @property
+    def refused(self) -> bool:
+        """A rule or a person said no (`spawn_error/denied`): the command never ran."""
+        return self.outcome is Outcome.SPAWN_ERROR and is_refusal(self.spawn_error)
+
+    @property
+    def environment_fault(self) -> bool:
+        """A spawn error that is not a refusal: the environment kept the command from running
+        or finishing. Only these are retried or escalated."""
+        return self.outcome is Outcome.SPAWN_ERROR and not self.refused
 
     @property
     def output_file(self) -> str | None:

@@ -1,11 +1,9 @@
 """The words people read for bashgraph's machine names (`--json` keeps the names themselves)."""
 
-#: A spawn error kind, as a progress badge and in a question.
-SPAWN_WORDS = {
-    "not_found": "not found", "permission_denied": "permission denied", "timeout": "timeout",
-    "signal": "killed by signal", "resource": "no resources", "interrupted": "interrupted",
-    "sandbox": "sandbox failed", "denied": "denied",
-}
+from bashgraph.tools.failures import KINDS
+
+#: A spawn error kind, as a progress badge and in a question (declared with the kind).
+SPAWN_WORDS = {kind.value: entry.words for kind, entry in KINDS.items()}
 
 #: How a run stopped, in the status line.
 STATUS_WORDS = {

@@ -129,6 +129,23 @@ def test_repeating_a_denied_command_replans(tmp_path: Path) -> None:
     assert state["replans"] == 1
 
 
+def test_a_refusal_beside_an_environment_fault_is_not_escalated_nor_run_again(tmp_path: Path) -> None:
+    """`denied` is a refusal, not an environment fault: the person is asked about the timeout
+    alone, and the answer retry re-runs that call only; the refused one keeps its answer."""
+    marker = tmp_path / "ran"
+    reply = AIMessage(content="", tool_calls=[call("sleep 5", timeout=0.2), call(f"touch {marker}")])
+    agent, _model, config = start([reply, answer("ok")], tmp_path, rules=("deny:touch *",))
+    [pending] = agent.get_state(config).interrupts
+    assert [fault["kind"] for fault in pending.value["faults"]] == ["timeout"]
+    assert "touch" not in pending.value["summary"]
+    state = agent.invoke(Command(resume="retry"), config)
+    assert agent.get_state(config).interrupts  # the timeout again: asked again
+    outcomes = sorted((r.command, r.spawn_error) for r in tool_results(state))
+    assert outcomes == [("sleep 5", "timeout"), (f"touch {marker}", "denied")]
+    assert state["attempt_serial"] == 1  # one retry ran; the refused call was not part of it:
+    assert not marker.exists()
+
+
 def test_approval_never_still_denies(tmp_path: Path) -> None:
     """Mode never skips questions but deny rules still hold."""
     model = ScriptedChatModel([

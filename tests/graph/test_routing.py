@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pytest
+
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.routing import decide_after_tools, evidence_line, next_after_route
 from bashgraph.graph.state import AgentState
+from bashgraph.tools.failures import KINDS
 from bashgraph.tools.results import (
     CommandResult,
     Outcome,
@@ -86,24 +89,43 @@ def test_args_error_goes_back_until_the_budget_is_spent() -> None:
     assert (second.hop, second.status) == ("__end__", "failed")
 
 
-def test_transient_spawn_error_retries_while_budget_lasts() -> None:
-    """resource/signal faults are re-run automatically, then escalated."""
-    for kind in (SpawnErrorKind.RESOURCE, SpawnErrorKind.SIGNAL):
-        assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == "retry"
-        assert decide_after_tools([spawn(kind)], {"spawn_retries": 2}, CONFIG).hop == "escalate"
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_kind_goes_where_the_taxonomy_says(kind: SpawnErrorKind) -> None:
+    """The route in each kind's entry (and in the docs' table of kinds) is the one `route` takes."""
+    assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == KINDS[kind].route
 
 
-def test_non_transient_spawn_errors_escalate_at_once() -> None:
+@pytest.mark.parametrize("kind", [kind for kind, entry in KINDS.items() if entry.transient])
+def test_transient_spawn_error_retries_while_budget_lasts(kind: SpawnErrorKind) -> None:
+    """Transient faults are re-run automatically, then escalated."""
+    assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == "retry"
+    assert decide_after_tools([spawn(kind)], {"spawn_retries": 1}, CONFIG).hop == "retry"
+    assert decide_after_tools([spawn(kind)], {"spawn_retries": 2}, CONFIG).hop == "escalate"
+
+
+@pytest.mark.parametrize("kind", [kind for kind, entry in KINDS.items() if entry.route == "escalate"])
+def test_non_transient_spawn_errors_escalate_at_once(kind: SpawnErrorKind) -> None:
     """Timeouts, missing binaries, permissions and interruptions never auto-retry."""
-    for kind in (SpawnErrorKind.TIMEOUT, SpawnErrorKind.NOT_FOUND, SpawnErrorKind.PERMISSION_DENIED,
-                 SpawnErrorKind.INTERRUPTED, SpawnErrorKind.SANDBOX):
-        assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == "escalate", kind
+    assert decide_after_tools([spawn(kind)], {}, CONFIG).hop == "escalate"
 
 
 def test_denied_goes_to_the_model_not_to_escalate() -> None:
     """A refused command never ran: the model must choose another way."""
     decision = decide_after_tools([spawn(SpawnErrorKind.DENIED, "rm -rf /")], {}, CONFIG)
     assert decision.hop == "agent"
+
+
+def test_denied_beside_a_transient_fault_neither_blocks_nor_joins_the_retry() -> None:
+    """A refusal in the batch is no environment fault: the transient one is retried alone."""
+    batch = [spawn(SpawnErrorKind.DENIED, "rm x"), spawn(SpawnErrorKind.RESOURCE, "make")]
+    assert decide_after_tools(batch, {}, CONFIG).hop == "retry"
+
+
+def test_the_same_denied_command_twice_replans() -> None:
+    """The model asking again for what was refused is a loop: a re-plan breaks it."""
+    first = decide_after_tools([spawn(SpawnErrorKind.DENIED, "rm x")], {}, CONFIG)
+    second = decide_after_tools([spawn(SpawnErrorKind.DENIED, "rm x")], {"failures": first.failures}, CONFIG)
+    assert (first.hop, second.hop) == ("agent", "replan")
 
 
 def test_worst_outcome_of_a_mixed_batch_wins() -> None:
@@ -139,8 +161,6 @@ def test_evidence_prefers_the_last_stderr_line() -> None:
 
 def test_route_edge_refuses_a_missing_hop() -> None:
     """An inconsistent state is an error, not a silent default."""
-    import pytest
-
     with pytest.raises(ValueError, match="next hop"):
         next_after_route({})
 
@@ -206,3 +226,81 @@ def test_a_batch_with_any_failure_goes_to_route() -> None:
     assert not batch_is_clean({"messages": [reply, answered, fine]})
     assert next_after_tools({"next_hop": "route"}) == "route"
     assert next_after_tools({}) == "route"
+
+
+# -- escalate: its policy, and where a person's answer goes ------------------------------------
+SUMMARY = "`make`: timeout (timeout after 1s)"
+
+
+@pytest.mark.parametrize(("answer", "hop"), [
+    ("retry", "retry"), (" Retry ", "retry"), ({"action": "retry"}, "retry"),
+    ("skip", "agent"), ({"action": "skip"}, "agent"),
+    ("abort", "__end__"), ({"action": "ABORT"}, "__end__"),
+    ("use /usr/bin/make", "agent"), ({"action": "hint", "hint": "try gmake"}, "agent"),
+    ({"action": "nonsense", "hint": "h"}, "agent"), ("", "agent"),
+])
+def test_a_persons_answer_picks_the_hop(answer: object, hop: str) -> None:
+    """retry → `retry`; skip and any hint → the model; abort → the end."""
+    from bashgraph.graph.routing import ESCALATE_EDGES, decide_on_answer
+
+    decision = decide_on_answer(answer, SUMMARY)
+    assert decision.hop == hop
+    assert decision.hop in ESCALATE_EDGES
+
+
+def test_an_answer_writes_what_its_hop_needs() -> None:
+    """retry and the model get a fresh retry budget; the model is told what happened; abort ends
+    the run with the fault named."""
+    from bashgraph.graph.routing import decide_on_answer
+
+    assert decide_on_answer("retry", SUMMARY).update == {"spawn_retries": 0}
+    skipped = decide_on_answer("skip", SUMMARY).update
+    hinted = decide_on_answer({"action": "hint", "hint": "try gmake"}, SUMMARY).update
+    assert skipped["spawn_retries"] == hinted["spawn_retries"] == 0
+    assert SUMMARY in skipped["messages"][0].content
+    assert "try gmake" in hinted["messages"][0].content
+    aborted = decide_on_answer("abort", SUMMARY).update
+    assert aborted == {"status": "aborted", "reason": f"aborted by a person after: {SUMMARY}"}
+
+
+def test_the_ask_policy_leaves_the_decision_to_a_person() -> None:
+    from bashgraph.graph.routing import decide_escalation
+
+    assert decide_escalation({}, AgentConfig(on_environment_error="ask"), SUMMARY) is None
+
+
+def test_the_stop_policy_ends_the_run_as_an_environment_fault() -> None:
+    from bashgraph.graph.routing import decide_escalation
+
+    decision = decide_escalation({}, AgentConfig(on_environment_error="stop"), SUMMARY)
+    assert decision is not None
+    assert (decision.hop, decision.update) == (
+        "__end__", {"status": "environment_fault", "reason": f"environment fault: {SUMMARY}"})
+
+
+def test_the_model_policy_tells_the_model_once() -> None:
+    """The first time the model is told; the same fault again ends the run (it is looping)."""
+    from bashgraph.graph.routing import decide_escalation
+
+    config = AgentConfig(on_environment_error="model")
+    first = decide_escalation({}, config, SUMMARY)
+    assert first is not None
+    assert (first.hop, first.update["environment_told"]) == ("agent", SUMMARY)
+    assert SUMMARY in first.update["messages"][0].content
+    again = decide_escalation({"environment_told": SUMMARY}, config, SUMMARY)
+    assert again is not None
+    assert (again.hop, again.update["status"]) == ("__end__", "environment_fault")
+    other = decide_escalation({"environment_told": SUMMARY}, config, "`ls`: not_found (x)")
+    assert other is not None
+    assert other.hop == "agent"
+
+
+def test_every_hop_a_router_may_answer_is_a_drawn_edge() -> None:
+    """The labelled edges name exactly the hops the decisions return (the drawing shows them all)."""
+    from typing import get_args
+
+    from bashgraph.graph.routing import ESCALATE_EDGES, ROUTE_EDGES, EscalateHop
+    from bashgraph.graph.state import Hop
+
+    assert set(ESCALATE_EDGES) == set(get_args(EscalateHop))
+    assert set(ROUTE_EDGES) == set(get_args(Hop))

@@ -103,18 +103,12 @@ def test_spawn_error_resource() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("kind", "detail"),
-    [
-        (SpawnErrorKind.INTERRUPTED, "started before a crash; outcome unknown"),
-        (SpawnErrorKind.SANDBOX, "bwrap: cannot create namespace"),
-        (SpawnErrorKind.DENIED, "refused by rule 'no rm -rf'"),
-    ],
-)
-def test_spawn_error_kinds_from_other_layers(kind: SpawnErrorKind, detail: str) -> None:
-    """Kinds produced by the graph and the sandbox render the same way."""
-    result = spawn_failure(kind, "rm -rf /", detail)
-    assert render_for_model(result) == f"[spawn error: {kind.value} — {detail}]"
+@pytest.mark.parametrize("kind", list(SpawnErrorKind))
+def test_every_spawn_error_kind_renders_the_same_way(kind: SpawnErrorKind) -> None:
+    """Whatever layer reports it (runner, sandbox, graph, approval), a kind reads `[spawn error:
+    KIND — detail]`, with partial output kept under it."""
+    result = spawn_failure(kind, "rm -rf /", "the detail", stderr="partial\n")
+    assert render_for_model(result) == f"[spawn error: {kind.value} — the detail]\n[stderr] partial"
 
 
 def test_args_error() -> None:

@@ -13,6 +13,7 @@ import os
 import stat
 from typing import Any, NamedTuple
 
+from bashgraph.tools.failures import KINDS, UNLISTED_ERRNO_KIND, kind_of_errno
 from bashgraph.tools.results import (
     CommandResult,
     Outcome,
@@ -23,13 +24,6 @@ from bashgraph.tools.results import (
     spawn_failure,
 )
 from bashgraph.tools.runner.capture import Captured
-
-#: Spawn failures worth trying again: the system was short of something for a moment.
-RESOURCE_ERRNOS = frozenset(
-    {_errno.EAGAIN, _errno.ENOMEM, _errno.EMFILE, _errno.ENFILE, _errno.ETXTBSY}
-)
-_MISSING_ERRNOS = frozenset({_errno.ENOENT, _errno.ENOTDIR, _errno.ELOOP, _errno.ENAMETOOLONG})
-_DENIED_ERRNOS = frozenset({_errno.EACCES, _errno.EPERM, _errno.ENOEXEC})
 
 
 class SpawnTarget(NamedTuple):
@@ -59,8 +53,9 @@ def sandbox_spawn_error(exc: OSError, target: SpawnTarget, program: str) -> Comm
     reason = exc.strerror or str(exc)
     if code == _errno.E2BIG:
         return spawn_error_result(exc, target)
-    if code in RESOURCE_ERRNOS:
-        kind, detail = SpawnErrorKind.RESOURCE, f"cannot start the sandbox now: {reason}"
+    kind = kind_of_errno(code)
+    if kind is not None and KINDS[kind].transient:  # the system was short of something: not bwrap's fault
+        detail = f"cannot start the sandbox now: {reason}"
     else:
         kind, detail = SpawnErrorKind.SANDBOX, f"cannot start the sandbox ({program}): {reason}"
     return spawn_failure(kind, target.command, detail, cwd=target.start_dir, errno=code or None)
@@ -69,19 +64,20 @@ def sandbox_spawn_error(exc: OSError, target: SpawnTarget, program: str) -> Comm
 def _describe(
     code: int, reason: str, target: SpawnTarget, about_cwd: bool
 ) -> tuple[SpawnErrorKind, str]:
-    if code in RESOURCE_ERRNOS:
-        return SpawnErrorKind.RESOURCE, f"cannot start the shell now: {reason}"
-    if code in _MISSING_ERRNOS:
+    """The kind `code` is filed under (failures.KINDS), and a line naming the culprit."""
+    kind = kind_of_errno(code)
+    if kind is None:
+        return UNLISTED_ERRNO_KIND, f"cannot start the shell: {reason}"
+    if kind is SpawnErrorKind.NOT_FOUND:
         if about_cwd:
-            return SpawnErrorKind.NOT_FOUND, f"working directory not found: {target.cwd} ({reason})"
-        return SpawnErrorKind.NOT_FOUND, f"shell not found: {target.shell} ({reason})"
-    if code in _DENIED_ERRNOS:
+            return kind, f"working directory not found: {target.cwd} ({reason})"
+        return kind, f"shell not found: {target.shell} ({reason})"
+    if kind is SpawnErrorKind.PERMISSION_DENIED:
         if about_cwd:
-            return SpawnErrorKind.PERMISSION_DENIED, (
-                f"working directory not accessible: {target.cwd} ({reason})"
-            )
-        return SpawnErrorKind.PERMISSION_DENIED, f"shell not executable: {target.shell} ({reason})"
-    return SpawnErrorKind.RESOURCE, f"cannot start the shell: {reason}"
+            return kind, f"working directory not accessible: {target.cwd} ({reason})"
+        return kind, f"shell not executable: {target.shell} ({reason})"
+    now = " now" if KINDS[kind].transient else ""
+    return kind, f"cannot start the shell{now}: {reason}"
 
 
 def start_dir_error(target: SpawnTarget) -> CommandResult:

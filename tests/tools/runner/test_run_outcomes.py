@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, run_command
-from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
+from bashgraph.tools.failures import KINDS, UNLISTED_ERRNO_KIND
+from bashgraph.tools.runner.classify import SpawnTarget, sandbox_spawn_error, spawn_error_result
+
+#: Every errno the taxonomy files under a kind, with that kind.
+FILED_ERRNOS = [(kind, code) for kind, entry in KINDS.items() for code in sorted(entry.errnos)]
 
 
 def test_seed_echo_is_ok_with_its_stdout() -> None:
@@ -199,15 +203,36 @@ def test_command_too_long_for_exec_is_an_args_error() -> None:
     assert "E2BIG" in (result.detail or "")
 
 
-@pytest.mark.parametrize("code", [errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE,
-                                  errno.ETXTBSY])
-def test_spawn_resource_errors_are_transient(code: int) -> None:
-    """Fork/exec failures for lack of resources are spawn_error/resource, worth retrying."""
+@pytest.mark.parametrize(("kind", "code"), FILED_ERRNOS, ids=lambda v: errno.errorcode.get(v, str(v)))
+def test_a_failed_spawn_is_the_kind_its_errno_is_filed_under(kind: SpawnErrorKind, code: int) -> None:
+    """The classifier reads the errnos from the taxonomy; a transient kind (the system short of
+    something for a moment) says the shell cannot start *now*, and is worth retrying."""
     target = SpawnTarget("true", "bash", None, "/")
     result = spawn_error_result(OSError(code, os.strerror(code)), target)
-    assert (result.spawn_error, result.errno, result.transient) == (
-        SpawnErrorKind.RESOURCE, code, True)
-    assert result.detail == f"cannot start the shell now: {os.strerror(code)}"
+    assert (result.spawn_error, result.errno, result.transient) == (kind, code, KINDS[kind].transient)
+    if KINDS[kind].transient:
+        assert result.detail == f"cannot start the shell now: {os.strerror(code)}"
+
+
+def test_a_failed_spawn_with_an_unlisted_errno_is_the_fallback_kind() -> None:
+    target = SpawnTarget("true", "bash", None, "/")
+    result = spawn_error_result(OSError(errno.EIO, os.strerror(errno.EIO)), target)
+    assert (result.spawn_error, result.errno) == (UNLISTED_ERRNO_KIND, errno.EIO)
+    assert result.detail == f"cannot start the shell: {os.strerror(errno.EIO)}"
+
+
+@pytest.mark.parametrize(("kind", "code"), FILED_ERRNOS, ids=lambda v: errno.errorcode.get(v, str(v)))
+def test_a_sandbox_that_cannot_be_spawned_keeps_only_transient_kinds(kind: SpawnErrorKind, code: int) -> None:
+    """bwrap short of resources is the transient kind (retried); any other failure to start it is
+    `sandbox`: a missing or locked bwrap is not the command's shell missing."""
+    target = SpawnTarget("true", "bash", None, "/")
+    result = sandbox_spawn_error(OSError(code, os.strerror(code)), target, "bwrap")
+    if KINDS[kind].transient:
+        assert (result.spawn_error, result.detail) == (kind, f"cannot start the sandbox now: {os.strerror(code)}")
+    else:
+        assert (result.spawn_error, result.detail) == (
+            SpawnErrorKind.SANDBOX, f"cannot start the sandbox (bwrap): {os.strerror(code)}")
+    assert result.errno == code
 
 
 def test_no_descriptors_left_is_a_resource_error_not_an_exception() -> None:
