@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from bashgraph.tools.lazy_exports import lazy_exports
 
 __all__ = [
+    "FINAL_STATUSES",
     "AgentConfig",
     "AgentInput",
     "AgentState",
+    "AsyncSession",
     "BashgraphError",
     "ConfigError",
     "ModelError",
@@ -21,14 +23,17 @@ __all__ = [
     "StoreError",
     "ThreadBusyError",
     "UnfinishedThreadError",
+    "aopen_session",
     "build_graph",
     "draw",
     "make_graph",
+    "make_policy",
     "open_checkpointer",
     "open_session",
 ]
 
 if TYPE_CHECKING:
+    from bashgraph.graph.approval import make_policy
     from bashgraph.graph.build import build_graph, make_graph
     from bashgraph.graph.config import AgentConfig
     from bashgraph.graph.draw import draw
@@ -40,17 +45,18 @@ if TYPE_CHECKING:
         ThreadBusyError,
         UnfinishedThreadError,
     )
-    from bashgraph.graph.state import AgentInput, AgentState, PublicState
+    from bashgraph.graph.state import FINAL_STATUSES, AgentInput, AgentState, PublicState
     from bashgraph.graph.store.checkpoints import open_checkpointer
-    from bashgraph.graph.store.session import Session, open_session
+    from bashgraph.graph.store.session import AsyncSession, Session, aopen_session, open_session
 
 #: Where each public name lives.
 _HOMES = {
     "build_graph": "build", "make_graph": "build", "open_checkpointer": "store.checkpoints",
     "AgentConfig": "config", "draw": "draw", "BashgraphError": "errors", "ConfigError": "errors",
     "ModelError": "errors", "StoreError": "errors", "ThreadBusyError": "errors",
-    "UnfinishedThreadError": "errors", "Session": "store.session", "open_session": "store.session",
-    "AgentState": "state", "AgentInput": "state", "PublicState": "state",
+    "UnfinishedThreadError": "errors", "make_policy": "approval",
+    **dict.fromkeys(("Session", "AsyncSession", "open_session", "aopen_session"), "store.session"),
+    **dict.fromkeys(("AgentState", "AgentInput", "PublicState", "FINAL_STATUSES"), "state"),
 }
 
 

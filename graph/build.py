@@ -17,6 +17,7 @@ from bashgraph.graph.approval import ApprovalNode, make_policy
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor, Journal
+from bashgraph.graph.models.deferred import DeferredChatModel
 from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes
 from bashgraph.graph.routing import (
@@ -42,18 +43,23 @@ Builder = StateGraph[AgentState, None, AgentInput, PublicState]
 
 def build_graph(
     *,
-    model: BaseChatModel,
+    model: BaseChatModel | None = None,
     config: AgentConfig | None = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     store: BaseStore | None = None,
     journal: Journal | None = None,
 ) -> Agent:
-    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `store/session.py`)."""
+    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `store/session.py`).
+
+    `model=None`: the model `config` names is made on the first model call (models/deferred.py),
+    so a graph that is only inspected, forked or drawn needs none.
+    """
     config = config or AgentConfig()
     executor = Executor(config, journal)
     checker = Checker(make_policy(config))
     tools = [make_bash_tool(max_timeout=config.max_timeout_s, background=True), *make_job_tools()]
-    loop = LoopNodes(model.bind_tools(tools), config, executor, checker)
+    bound = model.bind_tools(tools) if model is not None else DeferredChatModel(config, tools)
+    loop = LoopNodes(bound, config, executor, checker)
     recovery = RecoveryNodes(config, executor)
     # Callers see AgentInput and PublicState (Studio's input form, `invoke`'s result); the nodes
     # read and write all of AgentState, the bookkeeping included.

@@ -1,4 +1,4 @@
-"""A Session: the agent bound to one database, with its checkpointer, journal and thread locks.
+"""Sessions: the agent bound to one database, with its checkpointer, journal and thread locks.
 
     with open_session("~/runs.sqlite", model=model, config=AgentConfig()) as session:
         for chunk in session.run({"messages": [("user", "list files")]}, "t1"):
@@ -6,16 +6,33 @@
         for chunk in session.run(None, "t1"):  # resume after a crash, Ctrl-C or kill -9
             ...
 
-`run` holds the thread's lock while it streams, so a second worker gets ThreadBusyError and
-executes nothing; the journal makes the resume run no command twice.
+    async with aopen_session("~/runs.sqlite", model=model) as session:  # the same, for asyncio
+        async for chunk in session.arun(None, "t1"):
+            ...
+
+`run` and `arun` hold the thread's lock while they stream, so a second worker gets
+ThreadBusyError and executes nothing; the journal makes the resume run no command twice. When
+the block ends — at its end, by an error, Ctrl-C or a cancelled task — the lock is free, the
+agent's background jobs are stopped and the database's connections are closed.
+
+Why an async session: with the "custom" stream mode LangGraph's sync `stream` runs each node in
+a worker thread, which a Ctrl-C (KeyboardInterrupt in the main thread) cannot reach; LangGraph
+then waits for the command to end by itself. Cancelling `arun`'s task cancels the command: its
+process tree is killed and its journal entry left without a result, so a resume reports it as
+`spawn_error/interrupted`.
+
+`model=None` builds the agent without a model: the one `config` names is made on the first
+model call, so a session that only inspects threads (`state`, `history`, `fork`) needs none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from typing import Any, cast
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Self, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -25,47 +42,81 @@ from langgraph.types import Command, StateSnapshot
 from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import UnfinishedThreadError
-from bashgraph.graph.execution import collect_executors
-from bashgraph.graph.store.checkpoints import Location, locate, open_checkpointer, store_errors
+from bashgraph.graph.execution import Executor, collect_executors
+from bashgraph.graph.store.checkpoints import Location, aopen_checkpointer, locate, open_checkpointer, store_errors
 from bashgraph.graph.store.journal import AnyJournal, open_journal
 from bashgraph.graph.store.locks import thread_lock
 from bashgraph.graph.store.saver_guard import guard_saver, read_errors
 from bashgraph.graph.store.threads import (
     CheckpointRow,
     ThreadInfo,
+    ahistory,
     fork,
     history,
     list_threads,
     thread_config,
 )
+from bashgraph.tools.runner.drive import in_thread
+
+RunInput = dict[str, Any] | Command[Any] | None
+"""New input (a dict), None (continue the thread), or an answer (`Command(resume=...)`)."""
 
 
 @dataclass
-class Session:
-    """The agent and everything it persists to, for one database."""
+class _SessionParts:
+    """What both sessions hold: the agent, its database, and what ending the session cleans up."""
 
     agent: Agent
     saver: BaseCheckpointSaver[Any]
     journal: AnyJournal
     location: Location
+    model: BaseChatModel | None = None
+    """The agent's chat model; None: made from `config` on the first model call."""
+    config: AgentConfig = field(default_factory=AgentConfig)
+    _executors: list[Executor] = field(default_factory=list, repr=False)
+    """The Executors of every agent built for this session or one made from it (`with_config`)."""
+    _held: set[str] = field(default_factory=set, repr=False)
+    """Threads held by a `lock` block of this session (shared with the ones made from it)."""
+
+    @classmethod
+    def _bind(cls, saver: BaseCheckpointSaver[Any], journal: AnyJournal, location: Location,
+              model: BaseChatModel | None, config: AgentConfig | None) -> Self:
+        guard_saver(saver, location)
+        config = config or AgentConfig()
+        executors: list[Executor] = []
+        agent = _build(model, config, saver, journal, executors)
+        return cls(agent=agent, saver=saver, journal=journal, location=location, model=model,
+                   config=config, _executors=executors)
 
     @property
     def url(self) -> str:
         """The database, as errors and the CLI name it (no password)."""
         return self.location.label
 
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        """Hold `thread_id` for a block, or raise ThreadBusyError."""
-        return thread_lock(self.location.target, thread_id)
+    @contextmanager
+    def lock(self, thread_id: str) -> Iterator[None]:
+        """Hold `thread_id` for a block, or raise ThreadBusyError.
 
-    def run(
-        self, inputs: dict[str, Any] | Command[Any] | None, thread_id: str, *,
-        config: RunnableConfig | None = None, **stream_kwargs: Any,
-    ) -> Iterator[Any]:
-        """Stream a run (`inputs`), a resume (`None`) or an answer (`Command(resume=...)`).
+        Runs of the thread inside the block (`run` / `arun` of this session or of one made from
+        it by `with_config`) use this hold instead of taking the lock again: the caller can look
+        at the thread, decide what to run and run it, with no other worker in between.
+        """
+        with thread_lock(self.location.target, thread_id):
+            self._held.add(thread_id)
+            try:
+                yield
+            finally:
+                self._held.discard(thread_id)
 
-        A generator: the thread lock is taken when iteration starts and held until it ends
-        or the generator is closed. Yields exactly what `agent.stream` yields.
+    def with_config(self, config: AgentConfig) -> Self:
+        """This session with its agent rebuilt for `config`: the same model and database, the
+        same held threads, and its background jobs stopped when this session's block ends."""
+        agent = _build(self.model, config, self.saver, self.journal, self._executors)
+        return dataclasses.replace(self, agent=agent, config=config)
+
+    def _start_run(self, thread_id: str, config: RunnableConfig | None,
+                   stream_kwargs: dict[str, Any]) -> tuple[RunnableConfig, AbstractContextManager[Any]]:
+        """The run's config and the thread's hold (the lock, unless a `lock` block holds it).
 
         Durability defaults to "sync": a step's checkpoint is saved before the next step
         starts. With LangGraph's default ("async") a kill just after the model replied could
@@ -73,23 +124,29 @@ class Session:
         call ids and the journal could not recognise the commands it already started.
         """
         stream_kwargs.setdefault("durability", "sync")
-        run_config = _with_thread(config, thread_id)
-        with self.lock(thread_id), store_errors(self.location):
-            if isinstance(inputs, dict):
-                self._refuse_if_unfinished(thread_id, run_config)
-            yield from self.agent.stream(cast(Any, inputs), run_config, **stream_kwargs)
+        held = thread_id in self._held
+        return _with_thread(config, thread_id), nullcontext() if held else thread_lock(self.location.target, thread_id)
 
-    def _refuse_if_unfinished(self, thread_id: str, run_config: RunnableConfig) -> None:
-        """UnfinishedThreadError when the checkpoint the run starts from (the thread's latest,
-        or the `checkpoint_id` in `config`) stopped mid-run or waits for an answer."""
-        snapshot = self.agent.get_state(run_config)
-        # `tasks`, not only `next`: a crash after a step's writes were saved and before its
-        # checkpoint leaves tasks whose writes wait to be applied, and `next` empty.
-        if snapshot.tasks or snapshot.next or snapshot.interrupts:
-            waiting = "waits for an answer" if snapshot.interrupts else "stopped mid-run"
-            raise UnfinishedThreadError(
-                f"thread {thread_id} {waiting}: continue it with run(None, ...) or answer it "
-                "with run(Command(resume=...), ...) before giving it new input")
+
+@dataclass
+class Session(_SessionParts):
+    """The agent and everything it persists to, for one database (see `open_session`)."""
+
+    def run(self, inputs: RunInput, thread_id: str, *, config: RunnableConfig | None = None,
+            **stream_kwargs: Any) -> Iterator[Any]:
+        """Stream a run (`inputs`), a resume (`None`) or an answer (`Command(resume=...)`).
+
+        A generator: the thread lock is taken when iteration starts and held until it ends
+        or the generator is closed. Yields exactly what `agent.stream` yields. `config` may
+        name a `checkpoint_id` to continue from instead of the thread's latest checkpoint.
+        New input to a thread stopped mid-run or waiting for an answer raises
+        UnfinishedThreadError.
+        """
+        run_config, hold = self._start_run(thread_id, config, stream_kwargs)
+        with hold, store_errors(self.location):
+            if isinstance(inputs, dict):
+                _refuse_if_unfinished(thread_id, self.agent.get_state(run_config))
+            yield from self.agent.stream(cast(Any, inputs), run_config, **stream_kwargs)
 
     def state(self, thread_id: str) -> StateSnapshot:
         """The latest state of a thread (values, next nodes, pending interrupts)."""
@@ -111,6 +168,68 @@ class Session:
         with read_errors(self.location):
             return fork(self.agent, thread_id, checkpoint_id, new_thread_id)
 
+    def _close(self) -> None:
+        for executor in self._executors:
+            executor.close()
+
+
+@dataclass
+class AsyncSession(_SessionParts):
+    """`Session` for asyncio (see `aopen_session`): LangGraph's async saver, the same journal,
+    locks and clean-up."""
+
+    async def arun(self, inputs: RunInput, thread_id: str, *, config: RunnableConfig | None = None,
+                   **stream_kwargs: Any) -> AsyncIterator[Any]:
+        """`Session.run` for asyncio: yields exactly what `agent.astream` yields.
+
+        The lock is held until the iteration ends, fails or is cancelled; a caller that stops
+        iterating early should close the iterator (`contextlib.aclosing`) to free it at once.
+        """
+        run_config, hold = self._start_run(thread_id, config, stream_kwargs)
+        with hold, store_errors(self.location):
+            if isinstance(inputs, dict):
+                _refuse_if_unfinished(thread_id, await self.agent.aget_state(run_config))
+            async for chunk in self.agent.astream(cast(Any, inputs), run_config, **stream_kwargs):
+                yield chunk
+
+    async def astate(self, thread_id: str) -> StateSnapshot:
+        """The latest state of a thread (values, next nodes, pending interrupts)."""
+        with read_errors(self.location):
+            return await self.agent.aget_state(thread_config(thread_id))
+
+    async def ahistory(self, thread_id: str) -> list[CheckpointRow]:
+        """The checkpoints of a thread, newest first."""
+        with read_errors(self.location):
+            return await ahistory(self.agent, thread_id)
+
+    async def _aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        for executor in self._executors:
+            # In a thread: closing waits for the jobs' processes to go. Shielded: a second
+            # Ctrl-C must not leave a job running.
+            await asyncio.shield(in_thread(loop, executor.close))
+
+
+def _build(model: BaseChatModel | None, config: AgentConfig, saver: BaseCheckpointSaver[Any],
+           journal: AnyJournal, executors: list[Executor]) -> Agent:
+    """The agent; the Executors it built join `executors`, which the session closes at its end."""
+    with collect_executors() as built:
+        agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
+    executors.extend(built)
+    return agent
+
+
+def _refuse_if_unfinished(thread_id: str, snapshot: StateSnapshot) -> None:
+    """UnfinishedThreadError when the checkpoint a run with new input starts from (the thread's
+    latest, or the `checkpoint_id` of its config) stopped mid-run or waits for an answer."""
+    # `tasks`, not only `next`: a crash after a step's writes were saved and before its
+    # checkpoint leaves tasks whose writes wait to be applied, and `next` empty.
+    if snapshot.tasks or snapshot.next or snapshot.interrupts:
+        waiting = "waits for an answer" if snapshot.interrupts else "stopped mid-run"
+        raise UnfinishedThreadError(
+            f"thread {thread_id} {waiting}: continue it with run(None, ...) or answer it "
+            "with run(Command(resume=...), ...) before giving it new input")
+
 
 def _with_thread(config: RunnableConfig | None, thread_id: str) -> RunnableConfig:
     merged: dict[str, Any] = dict(config or {})
@@ -120,19 +239,36 @@ def _with_thread(config: RunnableConfig | None, thread_id: str) -> RunnableConfi
 
 @contextmanager
 def open_session(
-    db: str | None, *, model: BaseChatModel, config: AgentConfig | None = None
+    db: str | None, *, model: BaseChatModel | None = None, config: AgentConfig | None = None
 ) -> Iterator[Session]:
     """Open the database `db` (None: $BASHGRAPH_DB or the default file) and build the agent.
 
-    When the block ends, the agent's Executor is closed (its sandbox's cgroup removed).
+    When the block ends, the agent's Executors are closed (background jobs stopped, a
+    sandbox's cgroup removed), then the journal and the checkpointer.
     """
     location = locate(db)
     with open_checkpointer(location.target) as saver, open_journal(location.target) as journal:
-        guard_saver(saver, location)
-        with collect_executors() as executors:
-            agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
+        session = Session._bind(saver, journal, location, model, config)
         try:
-            yield Session(agent=agent, saver=saver, journal=journal, location=location)
+            yield session
         finally:
-            for executor in executors:
-                executor.close()
+            session._close()
+
+
+@asynccontextmanager
+async def aopen_session(
+    db: str | None, *, model: BaseChatModel | None = None, config: AgentConfig | None = None
+) -> AsyncIterator[AsyncSession]:
+    """`open_session` for asyncio: LangGraph's async saver, the same database rules and journal.
+
+    When the block ends — also by an error, Ctrl-C or cancellation — the Executors are closed
+    (their background jobs stopped), then the journal and the checkpointer.
+    """
+    location = locate(db)
+    async with aopen_checkpointer(location.target) as saver:
+        with open_journal(location.target) as journal:
+            session = AsyncSession._bind(saver, journal, location, model, config)
+            try:
+                yield session
+            finally:
+                await session._aclose()

@@ -27,7 +27,9 @@ from bashgraph.graph.store.checkpoint_rows import (
 )
 from bashgraph.tools.results import CommandResult, clip
 
-__all__ = ["CheckpointRow", "ThreadInfo", "fork", "history", "list_threads", "outcome_text", "thread_config"]
+__all__ = [
+    "CheckpointRow", "ThreadInfo", "ahistory", "fork", "history", "list_threads", "outcome_text", "thread_config",
+]
 #: The node to update a fork "as", so that the graph's own edges pick the source's next node.
 _WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
     ("agent",): "replan",  # replan -> agent is unconditional
@@ -126,7 +128,16 @@ def _human_text(messages: Any) -> str:
 # -- history --------------------------------------------------------------------------------
 def history(agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> list[CheckpointRow]:
     """The checkpoints of a thread, newest first, each with what made it and what comes next."""
-    snapshots = list(agent.get_state_history(thread_config(thread_id)))
+    return history_rows(list(agent.get_state_history(thread_config(thread_id))))
+
+
+async def ahistory(agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> list[CheckpointRow]:
+    """Async form of `history`."""
+    return history_rows([snapshot async for snapshot in agent.aget_state_history(thread_config(thread_id))])
+
+
+def history_rows(snapshots: Sequence[StateSnapshot]) -> list[CheckpointRow]:
+    """One row per snapshot of a thread's history (newest first)."""
     parents: Sequence[StateSnapshot | None] = [*snapshots[1:], None]
     return [_row(snapshot, parent) for snapshot, parent in zip(snapshots, parents, strict=True)]
 

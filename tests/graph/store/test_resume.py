@@ -1,5 +1,6 @@
 """kill -9 a worker process at the worst moments, resume in a new one: nothing runs twice,
-nothing is lost, every call gets an answer. Real processes, real bash, SQLite and PostgreSQL."""
+nothing is lost, every call gets an answer. Real processes, real bash, SQLite and PostgreSQL;
+the workers use the sync session, or the async one (`aopen_session`) where a test says `mode`."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import pytest
 from bashgraph.graph.store.journal import open_journal
 
 WORKER = Path(__file__).with_name("worker.py")
+#: Worker flags of each session: the sync one, the async one.
+MODES = {"sync": (), "async": ("--async",)}
 
 
 @pytest.fixture
@@ -68,16 +71,17 @@ def runs(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_command_killed_midway_is_reported_interrupted_not_rerun(
-    db_url: str, thread_prefix: str, workdir: Path
+    db_url: str, thread_prefix: str, workdir: Path, mode: str
 ) -> None:
     """SIGKILL while a command sleeps; a new process resumes: the counter shows one run, the
     model reads spawn_error/interrupted, and the run completes."""
     thread = f"{thread_prefix}-mid"
-    first = spawn(db_url, thread, "slow", workdir)
+    first = spawn(db_url, thread, "slow", workdir, *MODES[mode])
     wait_until((workdir / "pid").exists, "the command to start", first)
     kill(first)
-    code, report = outcome(spawn(db_url, thread, "slow", workdir, "--resume"))
+    code, report = outcome(spawn(db_url, thread, "slow", workdir, "--resume", *MODES[mode]))
     assert code == 0, report
     assert runs(workdir / "counter") == 1
     [result] = report["results"]
@@ -112,17 +116,18 @@ def test_a_kill_inside_a_parallel_batch_reuses_the_finished_call(
     assert report["status"] == "done"
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_kill_between_the_result_and_its_checkpoint_reuses_the_result(
-    db_url: str, thread_prefix: str, workdir: Path
+    db_url: str, thread_prefix: str, workdir: Path, mode: str
 ) -> None:
     """SIGKILL right after the journal recorded a result, before LangGraph checkpointed the step:
     the resume answers the call with the recorded result and runs nothing again."""
     thread = f"{thread_prefix}-win"
-    first = spawn(db_url, thread, "fast", workdir, env={"WORKER_KILL_AFTER_FINISH": "1"})
+    first = spawn(db_url, thread, "fast", workdir, *MODES[mode], env={"WORKER_KILL_AFTER_FINISH": "1"})
     first.communicate(timeout=60)
     assert first.returncode == -signal.SIGKILL
     assert runs(workdir / "counter") == 1
-    code, report = outcome(spawn(db_url, thread, "fast", workdir, "--resume"))
+    code, report = outcome(spawn(db_url, thread, "fast", workdir, "--resume", *MODES[mode]))
     assert code == 0, report
     assert runs(workdir / "counter") == 1
     [result] = report["results"]
@@ -131,16 +136,17 @@ def test_a_kill_between_the_result_and_its_checkpoint_reuses_the_result(
     assert report["status"] == "done"
 
 
+@pytest.mark.parametrize(("first_mode", "second_mode"), [("sync", "async"), ("async", "sync")])
 def test_a_second_process_resuming_a_running_thread_is_refused(
-    db_url: str, thread_prefix: str, workdir: Path
+    db_url: str, thread_prefix: str, workdir: Path, first_mode: str, second_mode: str
 ) -> None:
     """While one worker runs the thread, another that resumes it gets "thread busy" and runs
-    nothing; once the first dies, the thread can be resumed."""
+    nothing, whichever session each uses; once the first dies, the thread can be resumed."""
     thread = f"{thread_prefix}-two"
-    first = spawn(db_url, thread, "slow", workdir)
+    first = spawn(db_url, thread, "slow", workdir, *MODES[first_mode])
     wait_until((workdir / "pid").exists, "the command to start", first)
     try:
-        code, report = outcome(spawn(db_url, thread, "slow", workdir, "--resume"))
+        code, report = outcome(spawn(db_url, thread, "slow", workdir, "--resume", *MODES[second_mode]))
         assert code == 3
         assert report["error"] == "busy"
         assert report["message"].startswith(f"thread {thread} is busy: another worker is running it")
@@ -148,5 +154,5 @@ def test_a_second_process_resuming_a_running_thread_is_refused(
         assert runs(workdir / "counter") == 1
     finally:
         kill(first)
-    code, report = outcome(spawn(db_url, thread, "slow", workdir, "--resume"))
+    code, report = outcome(spawn(db_url, thread, "slow", workdir, "--resume", *MODES[second_mode]))
     assert (code, report["status"], runs(workdir / "counter")) == (0, "done", 1)

@@ -1,6 +1,8 @@
 """A worker process for the kill -9 tests: runs or resumes one thread, prints a JSON report.
 
-    python worker.py DB THREAD SCENARIO WORKDIR [--resume]
+    python worker.py DB THREAD SCENARIO WORKDIR [--resume] [--async]
+
+`--async` runs the thread through the async session (`aopen_session`, `arun`), else the sync one.
 
 Scenarios are scripted models that decide from the conversation alone, so a fresh process that
 resumes the thread replies exactly as the killed one would have. Commands leave evidence in
@@ -16,6 +18,7 @@ Exit status: 0 finished or paused, 3 thread busy, 4 database error.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -25,10 +28,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
-from bashgraph.graph import AgentConfig
-from bashgraph.graph.errors import StoreError, ThreadBusyError
+from bashgraph.graph import AgentConfig, StoreError, ThreadBusyError, aopen_session, open_session
 from bashgraph.graph.store.journal import PostgresJournal, SqliteJournal
-from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.tools.results import CommandResult
 
@@ -91,6 +92,22 @@ def report(state: dict[str, Any], model: ScriptedChatModel) -> dict[str, Any]:
     }
 
 
+def run(db: str, thread: str, inputs: dict[str, Any] | None, model: ScriptedChatModel,
+        config: AgentConfig) -> dict[str, Any]:
+    with open_session(db, model=model, config=config) as session:
+        for _ in session.run(inputs, thread):
+            pass
+        return dict(session.state(thread).values)
+
+
+async def arun(db: str, thread: str, inputs: dict[str, Any] | None, model: ScriptedChatModel,
+               config: AgentConfig) -> dict[str, Any]:
+    async with aopen_session(db, model=model, config=config) as session:
+        async for _ in session.arun(inputs, thread):
+            pass
+        return dict((await session.astate(thread)).values)
+
+
 def main(argv: list[str]) -> int:
     db, thread, name, workdir = argv[:4]
     resume = "--resume" in argv[4:]
@@ -98,12 +115,12 @@ def main(argv: list[str]) -> int:
         kill_after_finish()
     model = ScriptedChatModel([scenario(name, workdir)] * 3)
     config = AgentConfig(workdir=workdir, on_environment_error="model", timeout_s=60)
+    inputs = None if resume else {"messages": [HumanMessage(f"run scenario {name}")]}
     try:
-        with open_session(db, model=model, config=config) as session:
-            inputs = None if resume else {"messages": [HumanMessage(f"run scenario {name}")]}
-            for _ in session.run(inputs, thread):
-                pass
-            state = session.state(thread).values
+        if "--async" in argv[4:]:
+            state = asyncio.run(arun(db, thread, inputs, model, config))
+        else:
+            state = run(db, thread, inputs, model, config)
     except ThreadBusyError as exc:
         print(json.dumps({"error": "busy", "message": str(exc)}), flush=True)
         return 3

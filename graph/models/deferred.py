@@ -1,0 +1,56 @@
+"""A chat model made when it is first called: what `build_graph(model=None)` binds.
+
+A graph that is only looked at — a thread's state or history, a fork, a drawing — never calls its
+model, so it should not need one: no endpoint, no key, no weights loaded. With `model=None` the
+graph holds this stand-in; its first call makes the model the `AgentConfig` names
+(`make_chat_model`, reading the environment then: the same choice and the same one-line
+ConfigError as `bashgraph run`), binds the tools, and keeps it for every later call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from bashgraph.graph.config import AgentConfig
+
+BoundModel = Runnable[LanguageModelInput, AIMessage]
+
+
+class DeferredChatModel(Runnable[LanguageModelInput, AIMessage]):
+    """Stands for the model `config` names, with `tools` bound, until it is first called."""
+
+    def __init__(self, config: AgentConfig, tools: Sequence[Any]) -> None:
+        self.config = config
+        self.tools = list(tools)
+        self._bound: BoundModel | None = None
+        self._lock = threading.Lock()
+
+    def bound(self) -> BoundModel:
+        """The model with its tools, made on the first call (once, however many calls race)."""
+        with self._lock:
+            if self._bound is None:
+                # Imported here: the client (or the local model's weights) only when a call needs it.
+                from bashgraph.graph.models.factory import make_chat_model
+
+                self._bound = make_chat_model(self.config).bind_tools(self.tools)
+            return self._bound
+
+    def invoke(self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any) -> AIMessage:
+        return self.bound().invoke(input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AIMessage:
+        # Made in a thread: importing the client or loading local weights takes seconds, which
+        # would stall every other run on the event loop.
+        bound = self._bound
+        if bound is None:
+            bound = await asyncio.to_thread(self.bound)
+        return await bound.ainvoke(input, config, **kwargs)
