@@ -19,9 +19,11 @@ def lazy_exports(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
-        namespace[name] = value
-        return value
+        module = importlib.import_module(f"{package}.{home}")
+        # Every export of that module at once: importing a submodule sets the package attribute
+        # of its name to the module, which must not hide an export of the same name (`visible`).
+        namespace.update((other, getattr(module, other)) for other, where in homes.items() if where == home)
+        return namespace[name]
 
     def __dir__() -> list[str]:
         return sorted([*namespace, *names])

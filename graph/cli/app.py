@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.cli.status import ExitStatus, ResumeHint, absolute
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.tools.safety import one_line
 
 if TYPE_CHECKING:
     from bashgraph.graph.cli.progress import Renderer
@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_.code if isinstance(exit_.code, int) else ExitStatus.USAGE
     handler: Handler = args.handler
     if args.command in ("run", "resume"):  # the commands that start shell commands
-        from bashgraph.tools.safety.secret_guard import protect_secrets
+        from bashgraph.tools.safety import protect_secrets
 
         protect_secrets()  # what commands can read of this process: see docs/safety.md
     return handler(args)
@@ -173,12 +173,10 @@ def new_thread_id() -> str:
 
 def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
     """Settings from flags and environment, the model, and the renderer; or a usage error."""
-    from bashgraph.graph.approval import make_policy
+    from bashgraph.graph import AgentConfig, ConfigError, make_policy
     from bashgraph.graph.cli.run import RunSettings
-    from bashgraph.graph.config import AgentConfig
-    from bashgraph.graph.errors import ConfigError
-    from bashgraph.graph.models.factory import make_chat_model, model_notice
-    from bashgraph.tools.safety.policy import PolicyError
+    from bashgraph.graph.models import make_chat_model, model_notice
+    from bashgraph.tools.safety import PolicyError
 
     try:
         config = AgentConfig.from_env(

@@ -2,9 +2,10 @@
 
 Tables are aligned for people on a terminal, tab-separated in a pipe, JSON lines with --json
 (graph/cli/tables.py). `threads`, `history` on SQLite and `graph --format mermaid` start
-quickly: they read the tables directly (graph/store/checkpoint_rows.py) and print the stored drawing
-(graph/cli/stored_drawing.py), without importing LangChain or LangGraph. `fork`, PostgreSQL and the other
-drawing formats build the graph.
+quickly: they read the tables directly (`read_threads`, `read_history`) and print the stored
+drawing (graph/cli/stored_drawing.py), without importing LangChain or LangGraph. `fork`,
+PostgreSQL and the other drawing formats build the graph — without a chat model: nothing here
+calls one, so no endpoint, key or weights are needed.
 """
 
 from __future__ import annotations
@@ -17,16 +18,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bashgraph.graph import BashgraphError, ConfigError, StoreError
 from bashgraph.graph.cli.status import ExitStatus, ResumeHint, absolute
 from bashgraph.graph.cli.tables import Table, print_table
-from bashgraph.graph.errors import BashgraphError, ConfigError, StoreError
-from bashgraph.graph.store.checkpoint_rows import CheckpointRow, ThreadInfo, read_history, read_threads
-from bashgraph.graph.store.checkpoints import Location, locate
-from bashgraph.graph.store.saver_guard import read_errors
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.graph.store import CheckpointRow, Location, ThreadInfo, locate, read_history, read_threads
+from bashgraph.tools.safety import one_line
 
 if TYPE_CHECKING:
-    from bashgraph.graph.store.session import Session
+    from bashgraph.graph import Session
 
 THREAD_COLUMNS = ("thread_id", "status", "updated_at", "task", "forked_from")
 HISTORY_COLUMNS = ("checkpoint_id", "step", "node", "outcomes", "next", "created_at")
@@ -51,25 +50,22 @@ def run_inspection(command: str, args: argparse.Namespace) -> int:
 
 
 def _session(location: Location) -> AbstractContextManager[Session]:
-    from bashgraph.graph.config import AgentConfig
-    from bashgraph.graph.store.async_session import inspection_model
-    from bashgraph.graph.store.session import open_session
+    """A session whose agent has no model (none is made unless something calls it)."""
+    from bashgraph.graph import open_session
 
-    return open_session(location.target, model=inspection_model(), config=AgentConfig())
+    return open_session(location.target)
 
 
 def _threads(location: Location) -> list[ThreadInfo]:
     if location.kind == "sqlite":
-        with read_errors(location):
-            return read_threads(location.target)
+        return read_threads(location.target)
     with _session(location) as session:
         return session.threads()
 
 
 def _history(location: Location, thread_id: str) -> list[CheckpointRow] | None:
     if location.kind == "sqlite":
-        with read_errors(location):
-            return read_history(location.target, thread_id)
+        return read_history(location.target, thread_id)
     with _session(location) as session:
         if session.state(thread_id).created_at is None:  # (history() of an unknown thread raises)
             return None
@@ -113,10 +109,9 @@ def draw_graph(format: str, output: str | None) -> int:
 
         picture = MERMAID
     else:
-        from bashgraph.graph.draw import draw
-        from bashgraph.graph.store.async_session import inspection_agent
+        from bashgraph.graph import build_graph, draw
 
-        picture = draw(inspection_agent(), format)  # type: ignore[arg-type]  # argparse checked it
+        picture = draw(build_graph(), format)  # type: ignore[arg-type]  # argparse checked it
     data = picture.encode() if isinstance(picture, str) else picture
     if output:
         Path(output).write_bytes(data)

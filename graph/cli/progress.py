@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.status import ERROR_STATUSES, ResumeHint, Stop
 from bashgraph.graph.cli.words import SPAWN_WORDS, STATUS_WORDS
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.tools.safety import one_line
 
 
 class Renderer(Protocol):

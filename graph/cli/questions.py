@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bashgraph.graph.cli.words import SPAWN_WORDS
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.tools.safety import one_line
 
 EDIT_EXAMPLE = json.dumps({"action": "edit", "command": "..."})
 #: Lines of each output stream shown as evidence.

@@ -1,6 +1,7 @@
 """`bashgraph run` and `bashgraph resume`: stream a thread, answer its questions, report the stop.
 
-One event loop per command (see `signals` for Ctrl-C); the session is async (see `store/async_session`).
+One event loop per command (see `signals` for Ctrl-C); the session is an AsyncSession, whose
+cancelled run stops the running command (see `aopen_session`).
 """
 
 from __future__ import annotations
@@ -17,22 +18,20 @@ import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StateSnapshot
 
-from bashgraph.graph.build import build_graph
+from bashgraph.graph import AgentConfig, AsyncSession, ConfigError, StoreError, ThreadBusyError, aopen_session
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.progress import Renderer, chunk_events, stop_events
 from bashgraph.graph.cli.signals import SigintGuard
 from bashgraph.graph.cli.status import ResumeHint, Stop
-from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.errors import ConfigError, StoreError, ThreadBusyError
-from bashgraph.graph.models.factory import as_model_error, choose_model_name
-from bashgraph.graph.store.async_session import aopen_session, astream, before_last_escalation, latest_state
-from bashgraph.graph.store.checkpoints import locate
-from bashgraph.graph.store.session import Session
+from bashgraph.graph.models import as_model_error, choose_model_name
+from bashgraph.graph.store import locate
 
 STREAM_MODES = ("updates", "custom")
 MODEL_NODE = "agent"
+ESCALATE_NODE = "escalate"
 _MODEL_FAILURES = (openai.APIError, json.JSONDecodeError, httpx.HTTPError)
 
 
@@ -68,8 +67,8 @@ class RunSettings:
 def run_task(task: str, thread_id: str, settings: RunSettings) -> int:
     """Start `task` on `thread_id` (new, or finished and given a follow-up)."""
 
-    async def first(session: Session) -> Action:
-        snapshot = await latest_state(session, thread_id)
+    async def first(session: AsyncSession) -> Action:
+        snapshot = await session.astate(thread_id)
         if unfinished(snapshot):
             raise ConfigError(f"thread {thread_id} has not finished; continue it with: "
                               f"{settings.hint.command(thread_id)}")
@@ -81,8 +80,8 @@ def run_task(task: str, thread_id: str, settings: RunSettings) -> int:
 def resume_thread(thread_id: str, answer: Any, settings: RunSettings) -> int:
     """Continue a stopped thread; `answer` answers its pending question."""
 
-    async def first(session: Session) -> Action | Stop:
-        snapshot = await latest_state(session, thread_id)
+    async def first(session: AsyncSession) -> Action | Stop:
+        snapshot = await session.astate(thread_id)
         if snapshot.created_at is None:
             raise ConfigError(f"no thread {thread_id} in the checkpoint database {session.url}")
         if snapshot.interrupts:
@@ -97,6 +96,16 @@ def resume_thread(thread_id: str, answer: Any, settings: RunSettings) -> int:
         return dataclasses.replace(finished, reason=f"already finished; {finished.reason or 'nothing to do'}")
 
     return Driver(settings, thread_id, "resume", None, answer).execute(first)
+
+
+async def before_last_escalation(session: AsyncSession, thread_id: str) -> str | None:
+    """The checkpoint about to run `escalate` that ended the thread, if it ended there.
+
+    A thread stopped as `environment_fault` is finished; resuming it re-runs its last
+    escalation from this checkpoint, so a person can answer retry / skip / abort / a hint.
+    """
+    rows = await session.ahistory(thread_id)
+    return next((row.checkpoint_id for row in rows if row.next == (ESCALATE_NODE,)), None)
 
 
 def _faulted(snapshot: StateSnapshot) -> bool:
@@ -142,7 +151,7 @@ class Driver:
         self._answer = answer  # a given --answer is used once, for the first question
         self._sigint = SigintGuard()
 
-    def execute(self, first: Callable[[Session], Awaitable[Action | Stop]]) -> int:
+    def execute(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> int:
         stop = self._sigint.run(self._drive(first))
         try:
             for event in stop_events(stop, self.thread_id, self.settings.hint):
@@ -154,7 +163,7 @@ class Driver:
             _drop_output()  # the terminal is gone: the exit status still says what happened
         return int(stop.exit_status)
 
-    async def _drive(self, first: Callable[[Session], Awaitable[Action | Stop]]) -> Stop:
+    async def _drive(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
         try:
             self._emit({"event": "start", "command": self.command, "task": self.task,
                         "model": choose_model_name(self.settings.config),
@@ -175,8 +184,8 @@ class Driver:
         except ConfigError as exc:
             return Stop("config_error", str(exc))
 
-    async def _drive_locked(self, session: Session,
-                            first: Callable[[Session], Awaitable[Action | Stop]]) -> Stop:
+    async def _drive_locked(self, session: AsyncSession,
+                            first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
         step = await first(session)
         if isinstance(step, Stop):
             step = self._next_step(step)  # a question pending from an earlier run
@@ -185,31 +194,30 @@ class Driver:
             step = self._next_step(stop)
         return step
 
-    def _with_asking(self, session: Session, action: Action) -> Session:
+    def _with_asking(self, session: AsyncSession, action: Action) -> AsyncSession:
         """The session's graph, rebuilt to ask a person when one is answering it."""
         config = self.settings.config
         if not action.ask_person or config.on_environment_error == "ask":
             return session
-        asking = dataclasses.replace(config, on_environment_error="ask")
-        agent = build_graph(model=self.settings.model, config=asking, checkpointer=session.saver,
-                            journal=session.journal)
-        return dataclasses.replace(session, agent=agent)
+        return session.with_config(dataclasses.replace(config, on_environment_error="ask"))
 
-    async def _stream(self, session: Session, action: Action) -> Stop:
+    async def _stream(self, session: AsyncSession, action: Action) -> Stop:
         modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
+        # From an earlier checkpoint (re-asking an escalation), or the thread's latest.
+        start: RunnableConfig | None = (
+            {"configurable": {"checkpoint_id": action.checkpoint_id}} if action.checkpoint_id else None)
         try:
-            async for chunk in astream(session, action.inputs, self.thread_id, locked=True,
-                                       checkpoint_id=action.checkpoint_id, stream_mode=modes):
+            async for chunk in session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes):
                 for event in chunk_events(chunk, self.thread_id):
                     self.settings.renderer.emit(event)
         except (asyncio.CancelledError, ThreadBusyError, StoreError, ConfigError):
             raise
         except Exception as exc:
-            snapshot = await latest_state(session, self.thread_id)
+            snapshot = await session.astate(self.thread_id)
             if MODEL_NODE not in snapshot.next and not isinstance(exc, _MODEL_FAILURES):
                 raise
             return self._model_failure(exc)
-        return stop_of(await latest_state(session, self.thread_id))
+        return stop_of(await session.astate(self.thread_id))
 
     def _model_failure(self, exc: Exception) -> Stop:
         config = self.settings.config

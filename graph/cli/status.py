@@ -94,7 +94,7 @@ class ResumeHint:
 def absolute(path: str) -> str:
     """A database made absolute, so a printed command works from anywhere (PostgreSQL URLs
     unchanged; a relative `sqlite:///file` becomes the absolute file path)."""
-    from bashgraph.graph.store.checkpoints import locate  # (sqlite3 and friends: not for `--help`)
+    from bashgraph.graph.store import locate  # (sqlite3 and friends: not for `--help`)
 
     location = locate(path)
     if location.kind == "sqlite":

@@ -2,8 +2,8 @@
 
 Building the graph imports LangChain and LangGraph (most of a second); the default format of
 `bashgraph graph` needs neither. The text is what `draw(agent, "mermaid")` gives for the graph
-as built by `inspection_agent()`: tests/graph/test_draw.py compares the two, so a change to the
-graph that is not copied here fails the tests. Other formats are drawn from the real graph.
+as built by `build_graph()` (no model): tests/graph/test_draw.py compares the two, so a change
+to the graph that is not copied here fails the tests. Other formats are drawn from the real graph.
 """
 
 MERMAID = (

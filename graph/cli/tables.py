@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.tools.safety import one_line
 
 GAP = "  "
 ELLIPSIS = "…"

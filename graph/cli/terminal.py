@@ -26,12 +26,12 @@ from rich.prompt import Prompt
 from rich.spinner import Spinner
 from rich.text import Text
 
+from bashgraph.graph import FINAL_STATUSES
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
 from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
-from bashgraph.graph.state import FINAL_STATUSES
-from bashgraph.tools.safety.visible import one_line, visible
+from bashgraph.tools.safety import one_line, visible
 
 TAIL_LINES = 4
 TOKEN_LINES = 3

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bashgraph.graph.store.checkpoints import BUSY_TIMEOUT_S, sqlite_errors
+from bashgraph.graph.store.checkpoints import BUSY_TIMEOUT_S, locate, sqlite_errors
+from bashgraph.graph.store.saver_guard import read_errors
 from bashgraph.tools.results import CommandResult, Outcome, clip
 
 TASK_CHARS = 200
@@ -178,7 +179,15 @@ def _node_of(task_path: str) -> str:
 
 # -- threads --------------------------------------------------------------------------------
 def read_threads(path: str) -> list[ThreadInfo]:
-    """Every thread of the SQLite database at `path`, most recently updated first."""
+    """Every thread of the SQLite database at `path`, most recently updated first.
+
+    A database or a row that cannot be read raises one StoreError line (`read_errors`).
+    """
+    with read_errors(locate(path)):
+        return _read_threads(path)
+
+
+def _read_threads(path: str) -> list[ThreadInfo]:
     conn = _connect(path)
     if conn is None:
         return []
@@ -253,7 +262,15 @@ def _human_content(message: Any) -> str | None:
 
 # -- history --------------------------------------------------------------------------------
 def read_history(path: str, thread_id: str) -> list[CheckpointRow] | None:
-    """The checkpoints of a thread, newest first; None when the thread does not exist."""
+    """The checkpoints of a thread, newest first; None when the thread does not exist.
+
+    A database or a row that cannot be read raises one StoreError line (`read_errors`).
+    """
+    with read_errors(locate(path)):
+        return _read_history(path, thread_id)
+
+
+def _read_history(path: str, thread_id: str) -> list[CheckpointRow] | None:
     conn = _connect(path)
     if conn is None:
         return None

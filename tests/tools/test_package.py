@@ -45,7 +45,24 @@ def test_every_name_of_the_graph_package_resolves() -> None:
         _ = graph.no_such_name
 
 
+#: Every package that exports names (the public API the CLI may use).
+PACKAGES = ("bashgraph.graph", "bashgraph.graph.store", "bashgraph.graph.models", "bashgraph.tools",
+            "bashgraph.tools.safety")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_exported_name_is_the_export_not_a_submodule(package: str) -> None:
+    """In a fresh interpreter, every name of `__all__`, asked for in order, resolves, and is the
+    function or class itself: importing a submodule (`tools.safety.visible`, the home of
+    `one_line`) must not leave its module where the export of that name (`visible`) belongs."""
+    code = (f"import importlib, types; package = importlib.import_module({package!r}); "
+            "print([n for n in package.__all__ if getattr(package, n) is None "
+            "or isinstance(getattr(package, n), types.ModuleType)], len(package.__all__))")
+    wrong, count = run_python(code).rsplit(" ", 1)
+    assert (wrong, int(count) > 0) == ("[]", True)
+
+
 def test_the_cli_module_imports_neither_langchain_nor_langgraph() -> None:
-    code = ("import sys, bashgraph.graph.cli, bashgraph.graph, bashgraph.tools; "
+    code = (f"import sys, bashgraph.graph.cli, {', '.join(PACKAGES)}; "
             "print(sorted(m for m in sys.modules if m.startswith(('langchain', 'langgraph'))))")
     assert run_python(code) == "[]"

@@ -1,2 +1,37 @@
 """bashgraph.tools.safety: what may run and what may be seen — approval rules and the shell reader
-behind them, the sandbox, secrets kept out, and text made safe for a terminal."""
+behind them, the sandbox, secrets kept out, and text made safe for a terminal.
+
+Every public name is imported on first use (module `__getattr__`), so the `bashgraph` command's
+quick paths load only the text helpers they print with.
+"""
+
+from typing import TYPE_CHECKING
+
+from bashgraph.tools.lazy_exports import lazy_exports
+
+__all__ = [
+    "Policy",
+    "PolicyError",
+    "load_policy",
+    "one_line",
+    "protect_secrets",
+    "sandbox_available",
+    "visible",
+]
+
+if TYPE_CHECKING:
+    from bashgraph.tools.safety.policy import Policy, PolicyError, load_policy
+    from bashgraph.tools.safety.sandbox import sandbox_available
+    from bashgraph.tools.safety.secret_guard import protect_secrets
+    from bashgraph.tools.safety.visible import one_line, visible
+
+#: Where each public name lives.
+_HOMES = {
+    **dict.fromkeys(("Policy", "PolicyError", "load_policy"), "policy"),
+    "sandbox_available": "sandbox",
+    "protect_secrets": "secret_guard",
+    **dict.fromkeys(("one_line", "visible"), "visible"),
+}
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__, globals())

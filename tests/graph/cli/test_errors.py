@@ -107,6 +107,9 @@ USAGE_ERRORS = {
     "unknown thread": (lambda _: ["resume", "nope"], {}, "no thread nope in the checkpoint database"),
     "unknown history": (lambda _: ["history", "nope"], {}, "no thread nope in the checkpoint database"),
     "fork of nothing": (lambda _: ["fork", "nope", "--checkpoint", "c"], {}, "thread nope has no checkpoint c"),
+    "no model configured": (lambda _: ["run", "x", "--model", "gpt-x"], {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""},
+                            "bashgraph: error: model 'gpt-x' needs OPENAI_API_KEY (OpenAI API) or OPENAI_BASE_URL / "
+                            "--base-url (another OpenAI-compatible server)\n"),
 }
 
 

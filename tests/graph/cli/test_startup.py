@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -18,6 +19,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from bashgraph.graph import AgentConfig, open_session
+from bashgraph.graph.store import read_history
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 from tests.graph.cli.conftest import REPO
 
@@ -60,10 +62,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def probe(argv: list[str], db: Path, **extra: str) -> tuple[dict[str, Any], str]:
+def probe(argv: list[str], db: Path, watched: tuple[str, ...] = HEAVY, **extra: str) -> tuple[dict[str, Any], str]:
+    """Run `bashgraph ARGV` cold; the report holds its exit code and which `watched` packages it loaded."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BASHGRAPH_", "OPENAI_"))}
     env |= {"BASHGRAPH_DB": str(db), "HOME": str(db.parent), **extra}
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], input=json.dumps(HEAVY), capture_output=True,
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], input=json.dumps(watched), capture_output=True,
                           text=True, cwd=REPO, env=env, timeout=60, check=False)
     report = done.stderr.rsplit("\nPROBE ", 1)
     assert len(report) == 2, done.stderr
@@ -99,3 +102,18 @@ def test_run_still_loads_what_it_needs(db: Path) -> None:
     result, out = probe(argv, db, OPENAI_API_KEY="x")
     assert result["code"] == 1, out
     assert {"langgraph", "langchain_openai"} <= set(result["heavy"])
+
+
+def test_fork_needs_no_model(db: Path, tmp_path: Path) -> None:
+    """`fork` builds the graph (LangGraph is loaded) but no chat model: with a remote model named
+    and no key or endpoint — a model made now would fail — it forks, and loads neither the
+    OpenAI client nor the local model's runtime."""
+    copy = tmp_path / "db.sqlite"
+    shutil.copy(db, copy)
+    rows = read_history(str(copy), "quick")
+    assert rows is not None
+    before_tools = next(row for row in rows if row.next == ("tools",))
+    argv = ["fork", "quick", "--checkpoint", before_tools.checkpoint_id, "--thread", "forked"]
+    result, out = probe(argv, copy, ("openai", "langchain_openai", "llama_cpp", "langgraph"), BASHGRAPH_MODEL="gpt-x")
+    assert (result["code"], out) == (0, "forked\n")
+    assert result["heavy"] == ["langgraph"]

@@ -25,7 +25,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from bashgraph.graph.models import factory as models
+from bashgraph.graph import models
 from bashgraph.graph.store.journal import PostgresJournal, SqliteJournal
 from bashgraph.graph.testing import ScriptedChatModel
 from tests.graph.cli import forkserver
@@ -58,6 +58,7 @@ def reply(workdir: str) -> Any:
 def install(env: dict[str, str]) -> None:
     """The two hooks (module doc), in this fork only."""
     workdir = env["BASHGRAPH_WORKDIR"]
+    # The public name, which the CLI looks up (the factory module's own is not used by it).
     setattr(models, "make_chat_model",  # noqa: B010 (patching on purpose, in the fork)
             lambda config, **_: ScriptedChatModel([reply(workdir)] * 10))
     at, _, when = env.get("CRASH_AT", "0:after").partition(":")

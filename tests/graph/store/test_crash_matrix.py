@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from bashgraph.graph.store.async_session import inspection_model
 from bashgraph.graph.store.session import open_session
 from tests.graph.cli.conftest import REPO, ForkServer, Result, Running
 from tests.graph.store.conftest import POSTGRES_ENV, _delete_threads
@@ -97,7 +96,7 @@ def counts(workdir: Path) -> list[int]:
 
 
 def saved(db: str, thread: str) -> bool:
-    with open_session(db, model=inspection_model()) as session:
+    with open_session(db) as session:
         return session.state(thread).created_at is not None
 
 
