@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_GRACE",
     "DEFAULT_MAX_OUTPUT_CHARS",
     "DEFAULT_TIMEOUT",
+    "KINDS",
     "NO_OUTPUT",
     "TRANSIENT_KINDS",
     "BashArgs",
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         make_bash_tool,
         validate_bash_args,
     )
+    from bashgraph.tools.failures import KINDS
     from bashgraph.tools.results import (
         NO_OUTPUT,
         TRANSIENT_KINDS,
@@ -67,6 +69,7 @@ _HOMES = {
                      "run_command"), "runner.process"),
     **dict.fromkeys(("NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind",
                      "render_for_model"), "results"),
+    "KINDS": "failures",
 }
 
 

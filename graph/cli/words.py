@@ -1,6 +1,6 @@
 """The words people read for bashgraph's machine names (`--json` keeps the names themselves)."""
 
-from bashgraph.tools.failures import KINDS
+from bashgraph.tools import KINDS
 
 #: A spawn error kind, as a progress badge and in a question (declared with the kind).
 SPAWN_WORDS = {kind.value: entry.words for kind, entry in KINDS.items()}
