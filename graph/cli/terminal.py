@@ -36,8 +36,6 @@ from bashgraph.tools.safety import one_line, visible
 TAIL_LINES = 4
 TOKEN_LINES = 3
 #: Badge colours by the badge's first word; every spawn error (timeout, not found, ...) is red.
-#: Where prompts read answers: a read that Ctrl-C always interrupts, whichever thread receives it.
-_STDIN = cast("TextIO", SignalAwareStdin())
 _BADGE_STYLE = {"ok": "green", "exit": "yellow", "bad": "magenta"}
 _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
               "environment_fault": "bold magenta"}
@@ -68,8 +66,11 @@ class _Running:
 class TerminalRenderer:
     """rich renderer; one live area at the bottom, finished lines printed above it."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, answers: TextIO | None = None) -> None:
         self.console = console or Console(highlight=False)
+        self._answers = answers or cast("TextIO", SignalAwareStdin())
+        """Where a person's answers are read: a read that Ctrl-C always interrupts, whichever
+        thread receives it (a test gives its own lines)."""
         self._lock = threading.Lock()  # the live area is redrawn from rich's refresh thread
         self._running: dict[str, _Running] = {}
         self._tokens = ""
@@ -223,24 +224,24 @@ class TerminalRenderer:
     def _ask_approval(self, question: Mapping[str, Any], choices: list[str]) -> Any:
         # The choices are listed in the box above; the prompt shows only the default.
         action = Prompt.ask("[bold]answer[/]", choices=choices, show_choices=False,
-                            default=questions.default(question), console=self.console, stream=_STDIN)
+                            default=questions.default(question), console=self.console, stream=self._answers)
         if action == "edit":
             requests = question.get("requests") or [{}]
             proposed = str(requests[0].get("command") or "")
             # Not rich's `default=`: it would print the proposed command raw.
             prompt = Text.assemble("command to run instead (Enter: ", one_line(proposed), ")")
-            command = Prompt.ask(prompt, default="", show_default=False, console=self.console, stream=_STDIN)
+            command = Prompt.ask(prompt, default="", show_default=False, console=self.console, stream=self._answers)
             return {"action": "edit", "command": command or proposed}
         if action == "reject":
             message = Prompt.ask("message for the model (optional)", default="", console=self.console,
-                                 stream=_STDIN)
+                                 stream=self._answers)
             return {"action": "reject", "message": message} if message else "reject"
         return action
 
     def _prompt(self, text: str, default: str | None) -> str:
         while True:
-            answer = (Prompt.ask(text, console=self.console, stream=_STDIN) if default is None
-                      else Prompt.ask(text, default=default, console=self.console, stream=_STDIN)).strip()
+            answer = (Prompt.ask(text, console=self.console, stream=self._answers) if default is None
+                      else Prompt.ask(text, default=default, console=self.console, stream=self._answers)).strip()
             if answer:
                 return answer
 

@@ -142,7 +142,7 @@ def test_a_refusal_beside_an_environment_fault_is_not_escalated_nor_run_again(tm
     assert agent.get_state(config).interrupts  # the timeout again: asked again
     outcomes = sorted((r.command, r.spawn_error) for r in tool_results(state))
     assert outcomes == [("sleep 5", "timeout"), (f"touch {marker}", "denied")]
-    assert state["attempt_serial"] == 1  # one retry ran; the refused call was not part of it:
+    assert agent.get_state(config).values["attempt_serial"] == 1  # one retry ran, without the refused call
     assert not marker.exists()
 
 

@@ -197,13 +197,12 @@ def test_terminal_never_prints_a_raw_escape_sequence(capsys: pytest.CaptureFixtu
     assert f"thread t{SHOWN} is busy" in errors
 
 
-def test_the_proposed_command_of_an_edit_is_shown_visibly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_proposed_command_of_an_edit_is_shown_visibly() -> None:
     """Asked on the terminal: the approval panel and the edit prompt show `␛`; Enter keeps
     the proposed command exactly."""
-    answers = iter(["edit", ""])
-    monkeypatch.setattr("builtins.input", lambda *_: next(answers))
     screen = io.StringIO()
-    terminal = TerminalRenderer(Console(file=screen, force_terminal=True, width=100))
+    terminal = TerminalRenderer(Console(file=screen, force_terminal=True, width=100),
+                                answers=io.StringIO("edit\n\n"))
     answer = terminal.ask(APPROVAL)
     assert answer == {"action": "edit", "command": APPROVAL["requests"][0]["command"]}
     shown = screen.getvalue()
