@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from bashgraph.tools.runner import process, spawn
+from bashgraph.tools.runner.options import RunOptions
 from bashgraph.tools.runner.pacing import MAX_PAUSE_S, MIN_PAUSE_S, START_PAUSE_S, ReadPacer
 from bashgraph.tools.runner.supervisor import Supervisor
 
@@ -65,8 +66,8 @@ class FakeStream:
 
 def test_the_runner_waits_the_shorter_pause_of_the_streams_it_read() -> None:
     """A slow, trickling stream beside a fast one must not hold the fast one back."""
-    plan = process._plan(process._Request("sleep 5", None, 10.0, None, (), True, "bash",
-                                          100, 0.0, None, None, None))
+    options = RunOptions(timeout=10.0, grace=0.0, max_output_chars=100)
+    plan = process.plan_command("sleep 5", None, options)
     assert isinstance(plan, spawn.Plan)
     spawned = spawn.spawn(plan._replace(executable=spawn.resolve("bash", None)))
     assert isinstance(spawned, spawn.Spawned)
