@@ -66,7 +66,6 @@ class Job:
         self._reap_lock = threading.Lock()
         self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._halt = False
-        self._entered: bool | None = None  # the start directory was entered (None: not asked yet)
         self._pump = threading.Thread(target=self._pump_output, name=f"bashgraph-{job_id}",
                                       daemon=True)
         self._pump.start()
@@ -120,18 +119,12 @@ class Job:
         )
         if code is None or code == 0 or self.stopped_by:
             return base
-        if self._cd_failed():
+        if self._spawned.channel.take() == CD_FAILED:  # the start directory was not entered
             return start_dir_error(self.plan.target)
         if code < 0:
             return dataclasses.replace(base, outcome=Outcome.EXIT_ERROR, exit_code=128 - code,
                                        hint=f"the job was killed by {signal_name(-code)}")
         return dataclasses.replace(base, outcome=Outcome.EXIT_ERROR, hint=exit_hint(code))
-
-    def _cd_failed(self) -> bool:
-        """The preamble could not enter the start directory (asked once: the channel is read once)."""
-        if self._entered is None:
-            self._entered = self._spawned.channel.take() != CD_FAILED
-        return not self._entered
 
     # -- stopping -----------------------------------------------------------------------------
     def stop(self, grace: float, why: str) -> int:
@@ -162,8 +155,7 @@ class Job:
         for stream in self.streams.values():
             stream.close()
         self._spawned.channel.close()
-        if self._spawned.status_fd >= 0:
-            os.close(self._spawned.status_fd)
+        self._spawned.close_status()
         os.close(self._wake_read)
         os.close(self._wake_write)
 

@@ -72,10 +72,10 @@ def test_the_runner_waits_the_shorter_pause_of_the_streams_it_read() -> None:
     spawned = spawn.spawn(plan._replace(executable=spawn.resolve("bash", None)))
     assert isinstance(spawned, spawn.Spawned)
     sup = Supervisor(plan, spawned, started=time.monotonic(), forget=lambda fd: None)
-    real_streams = sup._streams
+    real_streams = sup.output.streams
     try:
         out, err = spawned.pipes
-        sup._streams = {out: FakeStream(4096, 0.0), err: FakeStream(100, MAX_PAUSE_S)}  # type: ignore[dict-item]
+        sup.output.streams = {out: FakeStream(4096, 0.0), err: FakeStream(100, MAX_PAUSE_S)}  # type: ignore[dict-item]
         sup.on_ready(err)
         assert sup.take_pause() == MAX_PAUSE_S  # only the slow stream was read
         sup.on_ready(err)
@@ -83,5 +83,5 @@ def test_the_runner_waits_the_shorter_pause_of_the_streams_it_read() -> None:
         assert sup.take_pause() == 0.0  # both: the fast one decides
         assert sup.take_pause() == 0.0  # nothing read since: no pause
     finally:
-        sup._streams = real_streams
+        sup.output.streams = real_streams
         sup.abort()  # kills the `sleep`
