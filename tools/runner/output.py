@@ -1,14 +1,14 @@
-"""The output side of one run: its two pipes, what is read from them, and the live output.
+"""The output side of one run: what is read from its two pipes, and the live output.
 
-`Supervisor` decides when to read and when a run ends; this holds what reading leaves behind:
-a `StreamCapture` per pipe (in the order of the result: stdout, stderr), which pipes are still
-open, the pause the next read should wait (`pacing`), and the live output (`live`) with whether
-a flush is waiting for its time — the loop that drives the run must then wake up for it.
+`Supervisor` decides when to read, owns the descriptors (it closes a pipe at its end) and ends
+the run; this holds what reading leaves behind: a `StreamCapture` per pipe (in the order of the
+result: stdout, stderr), the pause the next read should wait (`pacing`), and the live output
+(`live`) with whether a flush is waiting for its time — the loop that drives the run must then
+wake up for it.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
 from bashgraph.tools.runner.capture import Captured, StreamCapture
@@ -26,7 +26,6 @@ class Output:
             pipes[0]: StreamCapture("stdout", limit, plan.spill_dir, tag),
             pipes[1]: StreamCapture("stderr", limit, plan.spill_dir, tag),
         }
-        self.open = list(pipes)  # the read ends not at their end yet (closed by `close`)
         self._live = LiveOutput(list(self.streams.values()), on_output) if on_output else None
         self.live_armed = False  # a flush is waiting for its time (the loop must wake for it)
         self._pause: float | None = None  # None: no stream was read since the last pause
@@ -81,16 +80,11 @@ class Output:
         self._live.flush_if_due(now)
         self.live_armed = self._live.pending()
 
-    def drain(self, until: float) -> None:
-        """Read what the open pipes still hold, until `until` (an unkillable writer may remain)."""
-        for fd in list(self.open):
+    def drain(self, pipes: list[int], until: float) -> None:
+        """Read what `pipes` still hold, until `until` (an unkillable writer may remain)."""
+        for fd in pipes:
             while self.streams[fd].pump(fd) > 0 and time.monotonic() < until:
                 pass
-
-    def close(self, fd: int) -> None:
-        """Close pipe `fd` (the loop must have forgotten it)."""
-        self.open.remove(fd)
-        os.close(fd)
 
     def final_flush(self, now: float) -> None:
         """The last live output, holding nothing back: the command has ended."""

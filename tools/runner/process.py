@@ -96,7 +96,9 @@ def run_command(
     raises is logged and ends only the live output.
     """
     started = time.monotonic()
-    plan = plan_command(command, cwd, merged(options, overrides))
+    if overrides:
+        options = merged(options, overrides)
+    plan = plan_command(command, cwd, options)
     if isinstance(plan, CommandResult):
         return plan
     if not plan.executable:
@@ -134,7 +136,9 @@ async def arun_command(
     """
     started = time.monotonic()
     must_ask = cwd is None or not os.path.isabs(cwd)
-    plan = plan_command(command, cwd, merged(options, overrides), ask_cwd=must_ask)
+    if overrides:
+        options = merged(options, overrides)
+    plan = plan_command(command, cwd, options, ask_cwd=must_ask)
     if isinstance(plan, CommandResult):
         return plan
     loop = asyncio.get_running_loop()

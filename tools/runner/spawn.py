@@ -119,9 +119,8 @@ def spawn(plan: Plan) -> Spawned | CommandResult:
     sandbox = plan.sandbox
     wrapper: str | None = None  # set once the sandbox's wrapper is what fails to start
     try:
-        needed = bool(plan.enter_dir) or plan.track_cwd
-        channel = CwdChannel(plan.run_id, needed=needed,
-                             child_fd=launch.SANDBOX_CHANNEL_FD if sandbox else None)
+        if plan.enter_dir or plan.track_cwd:  # else the preamble writes nothing: the one above
+            channel = CwdChannel(plan.run_id, child_fd=launch.SANDBOX_CHANNEL_FD if sandbox else None)
         out_read, out_write = _pipe(fds)
         err_read, err_write = _pipe(fds)
         argv: list[str] = list(launch.argv(target.shell, target.command, channel.path,

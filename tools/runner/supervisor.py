@@ -4,7 +4,8 @@ A loop only waits — for one of `watched()` to become readable, or for `wait_ti
 reports back through `on_ready(fd)` and `step(now)`. Reading, the decisions (drain, terminate,
 kill) and the result are made here, once. A supervisor holds its inputs whole — the `Plan`, the
 `Spawned` shell with its descriptors — and what the pipes produced in one `output.Output`; its
-own state is the phase, its deadline, and the facts of how the run ended.
+own state is the phase, its deadline, the descriptors still open, and the facts of how the run
+ended.
 
 Phases:
 
@@ -85,6 +86,7 @@ class Supervisor:
         self.started = started
         self.forget = forget
         self.output = Output(plan, spawned.pipes, on_output)
+        self._open = list(spawned.pipes)  # the pipes not at their end yet
         self.pidfd = open_pidfd(self.proc.pid)
         self.phase = Phase.RUNNING
         self._deadline = started + plan.timeout  # of the current phase
@@ -100,7 +102,7 @@ class Supervisor:
 
     def watched(self) -> list[int]:
         """The descriptors worth waiting on: open pipes, and the shell's pidfd until it exits."""
-        return [*self.output.open, self.pidfd] if self.pidfd >= 0 else list(self.output.open)
+        return [*self._open, self.pidfd] if self.pidfd >= 0 else list(self._open)
 
     def wait_time(self, now: float) -> float | None:
         """Seconds the loop may wait before calling `step` (None: until a descriptor is ready)."""
@@ -123,7 +125,7 @@ class Supervisor:
             return False
         if self.phase is Phase.RUNNING:
             return self.proc.returncode is None  # the timeout: the process tree is stopped
-        return self.phase is Phase.DRAINING and bool(self.output.open)  # the pipe holders are
+        return self.phase is Phase.DRAINING and bool(self._open)  # the pipe holders are
 
     def result_needs_thread(self) -> bool:
         """True when building the result reads the disk: a spilled stream's tail, or the
@@ -194,6 +196,8 @@ class Supervisor:
 
     def _sandbox_failure(self, facts: RunFacts) -> CommandResult | None:
         """`spawn_error` when the sandbox never started the command (see `sandbox`)."""
+        if self.spawned.status_fd < 0:  # not sandboxed
+            return None
         status = self.spawned.take_status()
         if status is None or facts.timed_out or facts.returncode is None:
             return None
@@ -221,7 +225,7 @@ class Supervisor:
 
     def _while_running(self, now: float) -> None:
         if self.proc.returncode is not None:
-            if self.output.open:
+            if self._open:
                 self.phase, self._deadline = Phase.DRAINING, now + DRAIN_S
             else:
                 self._finish(now)
@@ -230,7 +234,7 @@ class Supervisor:
             self._terminate(now)
 
     def _while_draining(self, now: float) -> None:
-        if not self.output.open:
+        if not self._open:
             self._finish(now)
         elif now >= self._deadline:
             self._leftovers_killed = True
@@ -255,7 +259,7 @@ class Supervisor:
         On a timeout that is the whole command; after the shell exited, only the processes
         still holding the pipes (from the open read ends' inodes).
         """
-        holders = None if self._timed_out else pipe_names(*self.output.open)
+        holders = None if self._timed_out else pipe_names(*self._open)
         self._reaper = Reaper(self.proc.pid, self.plan.run_id, holding=holders)
         self._reaper.signal_all(signal.SIGTERM, signal.SIGCONT)
         self.phase, self._deadline = Phase.TERMINATING, now + self.plan.grace
@@ -266,7 +270,7 @@ class Supervisor:
 
     def _finish(self, now: float) -> None:
         self._reap()
-        self.output.drain(until=time.monotonic() + FINAL_DRAIN_S)
+        self.output.drain(self._open, until=time.monotonic() + FINAL_DRAIN_S)
         self._close_all()
         self.output.final_flush(now)
         self._ended_at = now
@@ -282,10 +286,11 @@ class Supervisor:
 
     def _close_pipe(self, fd: int) -> None:
         self.forget(fd)
-        self.output.close(fd)
+        os.close(fd)
+        self._open.remove(fd)
 
     def _close_all(self) -> None:
-        for fd in list(self.output.open):
+        for fd in list(self._open):
             self._close_pipe(fd)
         if self.pidfd >= 0:
             self.forget(self.pidfd)
