@@ -5,13 +5,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bashgraph.tools import CommandResult, Outcome, RunOptionFields, RunOptions, arun_command, run_command
+from bashgraph.tools import (
+    DEFAULT_TIMEOUT,
+    CommandResult,
+    Outcome,
+    RunOptionFields,
+    RunOptions,
+    arun_command,
+    run_command,
+)
+from bashgraph.tools.runner.process import plan_command
+from bashgraph.tools.runner.spawn import Plan
 
 
 def both(command: str, **kwargs: Any) -> tuple[CommandResult, CommandResult]:
@@ -72,3 +83,13 @@ def test_process_cwd_from_the_options_is_where_the_shell_starts(tmp_path: Path) 
     assert os.getcwd() != str(tmp_path)  # so "sub" could only be found through process_cwd
     for result in both("pwd", cwd="sub", options=options):
         assert result.stdout == f"{tmp_path / 'sub'}\n"
+
+
+def test_no_timeout_means_the_default_and_infinity_means_none() -> None:
+    """`timeout=None` plans the default limit; `math.inf` plans none, and the command runs."""
+    default, unlimited = (plan_command("true", None, RunOptions(timeout=t)) for t in (None, math.inf))
+    assert isinstance(default, Plan)
+    assert isinstance(unlimited, Plan)
+    assert (default.timeout, unlimited.timeout) == (DEFAULT_TIMEOUT, math.inf)
+    for result in both("sleep 0.1; echo done", timeout=math.inf):
+        assert (result.outcome, result.stdout) == (Outcome.OK, "done\n")
