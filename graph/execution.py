@@ -4,8 +4,10 @@ The sync and async paths share `_begin` / `_finish`; only the line that runs the
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
 this process's directory, the shell's path, the spill directory, and — with `config.sandbox` —
-whether bubblewrap works here and the sandbox itself. So the async path makes no blocking call
-on the event loop. `setup` runs at construction, unless the Executor is built on a running
+whether bubblewrap works here and the sandbox itself. With the config's limits they make the
+`RunOptions` every command of the Executor runs with (built once; a call adds only its command,
+directory, time limit and journal marker). So the async path makes no blocking call on the
+event loop. `setup` runs at construction, unless the Executor is built on a running
 event loop (a LangGraph server calls graph factories there): then the first command runs it in a
 thread. The sandbox's task-limit cgroup is removed by `close()`, which runs by itself when the
 Executor is garbage-collected or the interpreter exits; `collect_executors` lets a session close
@@ -43,6 +45,7 @@ from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, s
 from bashgraph.tools.runner.capture import default_spill_dir
 from bashgraph.tools.runner.drive import in_thread
 from bashgraph.tools.runner.live import OutputCallback
+from bashgraph.tools.runner.options import RunOptions
 from bashgraph.tools.runner.process import arun_command, run_command
 from bashgraph.tools.runner.reaper import sweep
 from bashgraph.tools.safety.redact import Redactor
@@ -124,10 +127,15 @@ class Setup:
     """What every run of one Executor shares, looked up once (see the module docstring)."""
 
     workdir: str
-    process_cwd: str | None  # this process's directory (async runs: run there, no `cd` needed)
-    shell: str  # absolute when found on PATH; else as configured (the spawn then says why)
-    spill_dir: str
     sandbox: BwrapSandbox | None
+    options: RunOptions
+    """How commands run, from the config: the shell's path (absolute when found on PATH; else as
+    configured, and the spawn says why), the spill directory, the sandbox, the limits. Runs off
+    the event loop use them as they are: the runner asks `os.getcwd()` at each run, so a later
+    `os.chdir` is always seen."""
+    loop_options: RunOptions
+    """`options` with this process's directory (`process_cwd`), for runs on the event loop: they
+    must not ask, and run there with no `cd` needed."""
 
 
 class Executor:
@@ -181,11 +189,14 @@ class Executor:
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
-            answer = self.jobs.start(self._job_request(plan, setup, None), ctx.thread_id, plan.call_id)
+            request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.options)
+            answer = self.jobs.start(request, ctx.thread_id, plan.call_id)
             return self._finish(plan, self._emitted(answer, on_event))
-        # Sync: the runner asks os.getcwd() itself, so a later os.chdir is always seen.
-        kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=None)
-        return self._finish(plan, run_command(**kwargs))
+        result = run_command(plan.command, cwd=plan.cwd or setup.workdir,
+                             on_output=self._live(on_output), options=setup.options,
+                             timeout=plan.timeout or self.config.timeout_s,
+                             env={CALL_MARKER_VAR: plan.marker})
+        return self._finish(plan, result)
 
     async def arun(self, call: ToolCall, cwd: str | None, ctx: CallContext,
                    on_output: OutputCallback | None = None,
@@ -209,12 +220,14 @@ class Executor:
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
-            request = self._job_request(plan, setup, setup.process_cwd)
+            request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.loop_options)
             start = functools.partial(self.jobs.start, request, ctx.thread_id, plan.call_id)
             started = self._emitted(await in_thread(loop, start), on_event)
             return await self._journaled(ctx, functools.partial(self._finish, plan, started))
-        kwargs = self._run_kwargs(plan, setup, on_output, process_cwd=setup.process_cwd)
-        result = await arun_command(**kwargs)
+        result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
+                                    on_output=self._live(on_output), options=setup.loop_options,
+                                    timeout=plan.timeout or self.config.timeout_s,
+                                    env={CALL_MARKER_VAR: plan.marker})
         return await self._journaled(ctx, functools.partial(self._finish, plan, result))
 
     async def _journaled(self, ctx: CallContext, step: Callable[[], _T]) -> _T:
@@ -249,13 +262,6 @@ class Executor:
             on_event(event)
         return answer.result
 
-    def _job_request(self, plan: _Plan, setup: Setup, process_cwd: str | None) -> JobRequest:
-        return JobRequest(
-            command=plan.command, cwd=plan.cwd or setup.workdir, shell=setup.shell,
-            spill_dir=setup.spill_dir, pass_env=self.config.pass_env, sandbox=setup.sandbox,
-            process_cwd=process_cwd,
-        )
-
     def _look_up(self) -> Setup:
         config = self.config
         workdir = os.path.abspath(config.workdir)
@@ -270,12 +276,14 @@ class Executor:
             here: str | None = os.getcwd()
         except OSError:
             here = None
-        return Setup(
-            workdir=workdir, process_cwd=here,
+        options = RunOptions(
+            timeout=config.timeout_s, grace=config.grace_s, pass_env=config.pass_env,
             shell=shutil.which(config.shell) or config.shell,
-            spill_dir=config.spill_dir or str(default_spill_dir()),
-            sandbox=sandbox,
+            max_output_chars=config.max_output_chars,
+            spill_dir=config.spill_dir or str(default_spill_dir()), sandbox=sandbox,
         )
+        return Setup(workdir=workdir, sandbox=sandbox, options=options,
+                     loop_options=dataclasses.replace(options, process_cwd=here))
 
     def _begin(self, call: ToolCall, cwd: str | None,
                ctx: CallContext) -> _Plan | CommandResult | _CutOff:
@@ -330,26 +338,11 @@ class Executor:
         store = store_of()
         return dataclasses.replace(ctx, journal=StoreJournal(store)) if store is not None else ctx
 
-
-    def _run_kwargs(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
-                    process_cwd: str | None) -> dict[str, Any]:
-        config = self.config
+    def _live(self, on_output: OutputCallback | None) -> OutputCallback | None:
+        """`on_output` behind the redactor, when there is one."""
         if on_output is not None and self.redactor is not None:
-            on_output = functools.partial(_redacted, self.redactor, on_output)
-        return {
-            "command": plan.command,
-            "cwd": plan.cwd or setup.workdir,
-            "timeout": plan.timeout or config.timeout_s,
-            "shell": setup.shell,
-            "max_output_chars": config.max_output_chars,
-            "grace": config.grace_s,
-            "pass_env": config.pass_env,
-            "spill_dir": setup.spill_dir,
-            "sandbox": setup.sandbox,
-            "on_output": on_output,
-            "process_cwd": process_cwd,
-            "env": {CALL_MARKER_VAR: plan.marker},
-        }
+            return functools.partial(_redacted, self.redactor, on_output)
+        return on_output
 
     def _finish(self, plan: _Plan, result: CommandResult) -> CommandResult:
         # Redacted before the journal, the checkpoint or the model ever holds the text.

@@ -22,6 +22,8 @@ __all__ = [
     "BashArgs",
     "CommandResult",
     "Outcome",
+    "RunOptionFields",
+    "RunOptions",
     "SpawnErrorKind",
     "arun_command",
     "bash",
@@ -52,21 +54,23 @@ if TYPE_CHECKING:
         render_for_model,
     )
     from bashgraph.tools.runner.environment import is_secret_name, scrub_env
-    from bashgraph.tools.runner.process import (
+    from bashgraph.tools.runner.options import (
         DEFAULT_GRACE,
         DEFAULT_MAX_OUTPUT_CHARS,
         DEFAULT_TIMEOUT,
-        arun_command,
-        run_command,
+        RunOptionFields,
+        RunOptions,
     )
+    from bashgraph.tools.runner.process import arun_command, run_command
 
 #: Where each public name lives.
 _HOMES = {
     **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
                      "validate_bash_args"), "bash_tool"),
     **dict.fromkeys(("is_secret_name", "scrub_env"), "runner.environment"),
-    **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "arun_command",
-                     "run_command"), "runner.process"),
+    **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "RunOptionFields",
+                     "RunOptions"), "runner.options"),
+    **dict.fromkeys(("arun_command", "run_command"), "runner.process"),
     **dict.fromkeys(("NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind",
                      "render_for_model"), "results"),
     "KINDS": "failures",

@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bashgraph.tools.limits import MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.results import CommandResult, Outcome, args_error, render_for_model
-from bashgraph.tools.runner.process import DEFAULT_TIMEOUT, arun_command, run_command
+from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
+from bashgraph.tools.runner.process import arun_command, run_command
 
 BASH_TOOL_NAME = "bash"
 DEFAULT_MAX_TIMEOUT = 600.0

@@ -1,11 +1,11 @@
 """Background jobs: a command that keeps running after its tool call returned.
 
-A job starts like every command (`process` plans it: scrubbed environment, the marker
-`BASHGRAPH_RUN_ID`, a new session and process group, the sandbox when there is one; `spawn`
-starts it), but its output goes to two spill files of its own (`stream.JobStream`), written
-by a pump thread as the job prints, so nothing of it stays in memory. `Job.read` returns what
-arrived since the previous read, capped like every result, with the job's state; `Job.stop`
-ends its whole tree, escaped processes included (`sweep`).
+A job starts like every command (`process.plan_command` plans it from the same `RunOptions`:
+scrubbed environment, the marker `BASHGRAPH_RUN_ID`, a new session and process group, the
+sandbox when there is one; `spawn` starts it), but its output goes to two spill files of its
+own (`stream.JobStream`), written by a pump thread as the job prints, so nothing of it stays in
+memory. `Job.read` returns what arrived since the previous read, capped like every result, with
+the job's state; `Job.stop` ends its whole tree, escaped processes included (`sweep`).
 
 A `JobTable` holds the jobs of one run, at most `limit` of them running at a time; the graph
 stops them all when the run ends (graph/jobs.py).
@@ -27,11 +27,13 @@ from pathlib import Path
 from bashgraph.tools.jobs.stream import JobStream
 from bashgraph.tools.jobs.sweep import stop_tree, sweep_marker
 from bashgraph.tools.results import CommandResult, Outcome, args_error, exit_hint, signal_name
-from bashgraph.tools.runner import process, spawn
+from bashgraph.tools.runner import spawn
+from bashgraph.tools.runner.capture import default_spill_dir
 from bashgraph.tools.runner.classify import start_dir_error
 from bashgraph.tools.runner.launch import CD_FAILED
+from bashgraph.tools.runner.options import DEFAULT_OPTIONS, RunOptions
+from bashgraph.tools.runner.process import plan_command
 from bashgraph.tools.runner.reaper import open_pidfd
-from bashgraph.tools.safety.sandbox import Sandbox
 
 CHUNK_BYTES = 1 << 20
 _STREAMS = ("stdout", "stderr")
@@ -39,15 +41,13 @@ _STREAMS = ("stdout", "stderr")
 
 @dataclass(frozen=True)
 class JobRequest:
-    """How to start one job (the Executor's settings for one `bash` call)."""
+    """How to start one job: the command and its directory, with the options every command of
+    the run shares. Their `timeout`, `grace` and `max_output_chars` do not apply: a job has no
+    time limit, its reads are capped by the caller, and `JobTable.grace` is its stop's grace."""
 
     command: str
     cwd: str
-    shell: str
-    spill_dir: str
-    pass_env: tuple[str, ...] = ()
-    sandbox: Sandbox | None = None
-    process_cwd: str | None = None
+    options: RunOptions = DEFAULT_OPTIONS
 
 
 class Job:
@@ -66,7 +66,6 @@ class Job:
         self._reap_lock = threading.Lock()
         self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._halt = False
-        self._entered: bool | None = None  # the start directory was entered (None: not asked yet)
         self._pump = threading.Thread(target=self._pump_output, name=f"bashgraph-{job_id}",
                                       daemon=True)
         self._pump.start()
@@ -120,18 +119,12 @@ class Job:
         )
         if code is None or code == 0 or self.stopped_by:
             return base
-        if self._cd_failed():
+        if self._spawned.channel.take() == CD_FAILED:  # the start directory was not entered
             return start_dir_error(self.plan.target)
         if code < 0:
             return dataclasses.replace(base, outcome=Outcome.EXIT_ERROR, exit_code=128 - code,
                                        hint=f"the job was killed by {signal_name(-code)}")
         return dataclasses.replace(base, outcome=Outcome.EXIT_ERROR, hint=exit_hint(code))
-
-    def _cd_failed(self) -> bool:
-        """The preamble could not enter the start directory (asked once: the channel is read once)."""
-        if self._entered is None:
-            self._entered = self._spawned.channel.take() != CD_FAILED
-        return not self._entered
 
     # -- stopping -----------------------------------------------------------------------------
     def stop(self, grace: float, why: str) -> int:
@@ -162,8 +155,7 @@ class Job:
         for stream in self.streams.values():
             stream.close()
         self._spawned.channel.close()
-        if self._spawned.status_fd >= 0:
-            os.close(self._spawned.status_fd)
+        self._spawned.close_status()
         os.close(self._wake_read)
         os.close(self._wake_write)
 
@@ -248,7 +240,7 @@ class JobTable:
             plan = _plan(request)
             if isinstance(plan, CommandResult):
                 return plan
-            streams = _open_streams(Path(request.spill_dir), job_id)
+            streams = _open_streams(plan.spill_dir or default_spill_dir(), job_id)
             if before_spawn is not None:
                 try:
                     before_spawn(plan.run_id)
@@ -287,16 +279,14 @@ def started_result(job: Job) -> CommandResult:
 
 
 def _plan(request: JobRequest) -> spawn.Plan | CommandResult:
-    plan = process._plan(process._Request(
-        request.command, request.cwd, math.inf, None, request.pass_env, True, request.shell,
-        0, 0.0, request.spill_dir, request.sandbox, request.process_cwd, request.process_cwd is None,
-    ))
+    plan = plan_command(request.command, request.cwd, request.options)
     if isinstance(plan, CommandResult):
         return plan
-    # A job's directory changes nothing for the next command: no EXIT trap.
-    plan = plan._replace(track_cwd=False)
+    # A job's directory changes nothing for the next command: no EXIT trap. Nor does it end
+    # by itself: no time limit.
+    plan = plan._replace(track_cwd=False, timeout=math.inf)
     if not plan.executable:
-        plan = plan._replace(executable=spawn.resolve(request.shell, plan.env.get("PATH")))
+        plan = plan._replace(executable=spawn.resolve(plan.target.shell, plan.env.get("PATH")))
     return plan
 
 

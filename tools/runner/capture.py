@@ -102,7 +102,7 @@ class StreamCapture:
         self._problem: str | None = None
         self._splice = hasattr(os, "splice")
         self.big_pipe = False  # the pipe was enlarged to BIG_PIPE_BYTES when the stream spilled
-        self._pacer = ReadPacer(BIG_PIPE_BYTES)
+        self._pacer: ReadPacer | None = None  # made when the stream first spills to a big pipe
 
     def pause_after(self, moved: int) -> float:
         """Seconds to wait before reading this stream again, after a read that moved `moved`.
@@ -112,6 +112,8 @@ class StreamCapture:
         """
         if not (self.big_pipe and self._mode == _SPILLING):
             return 0.0
+        if self._pacer is None:
+            self._pacer = ReadPacer(BIG_PIPE_BYTES)
         return self._pacer.after_read(moved)
 
     @property

@@ -110,6 +110,8 @@ class CwdChannel:
         self._read_fd = self._write_fd = -1
         self.path = ""
         self._file = False
+        self._line: str | None = None  # what `take` found
+        self._taken = False
         if not needed:
             return
         if child_fd is not None:
@@ -135,15 +137,18 @@ class CwdChannel:
         return self._write_fd
 
     def take(self) -> str | None:
-        """The last line the preamble wrote (None if none); closes the channel.
+        """The last line the preamble wrote (None if none); closes the channel. Later calls
+        return the same line.
 
         Call it only once the shell has exited.
         """
-        data = self._take_file() if self._file else self._take_pipe()
-        self.close()
-        if not data.endswith(b"\n") or len(data) < 2:
-            return None
-        return os.fsdecode(data[:-1].rsplit(b"\n", 1)[-1])
+        if not self._taken:
+            data = self._take_file() if self._file else self._take_pipe()
+            self.close()
+            self._taken = True
+            if data.endswith(b"\n") and len(data) >= 2:
+                self._line = os.fsdecode(data[:-1].rsplit(b"\n", 1)[-1])
+        return self._line
 
     def close(self) -> None:
         """Release the pipe (or remove the file); safe to call more than once."""

@@ -5,6 +5,9 @@ exit, a timeout, a signal — each comes back as a `CommandResult` (see `results
 
 How a command runs:
 
+* What it runs with — the shell, the limits, the environment, the sandbox — is a `RunOptions`
+  (`options`), given whole (`options=`) or field by field as keywords. Both entry points, and
+  background jobs, decide everything before the spawn in one function, `plan_command`.
 * `[shell, "-c", preamble + command, "bashgraph", ...]` (see `launch`) with stdin from
   /dev/null, in a new session and process group, started with `os.posix_spawn` (see `spawn`).
   `shell` must be POSIX-compatible (bash, dash, busybox sh). The preamble enters `cwd` and, when
@@ -39,87 +42,67 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 import os
 import select
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Unpack
 
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner import drive, launch, spawn
 from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
 from bashgraph.tools.runner.environment import build_env
 from bashgraph.tools.runner.live import OutputCallback, guarded
+from bashgraph.tools.runner.options import (
+    DEFAULT_GRACE,
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_OPTIONS,
+    DEFAULT_TIMEOUT,
+    PathArg,
+    RunOptionFields,
+    RunOptions,
+    argument_problem,
+    merged,
+)
 from bashgraph.tools.runner.reaper import MARKER_VAR
 from bashgraph.tools.runner.spawn import Plan
 from bashgraph.tools.runner.supervisor import Supervisor
-from bashgraph.tools.safety.sandbox import Sandbox
 
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_OUTPUT_CHARS = 10_000
-DEFAULT_GRACE = 2.0
-
-_PathArg = str | os.PathLike[str]
-
-
-class _Request(NamedTuple):
-    """The caller's arguments, as given (checked by `_plan`)."""
-
-    command: str
-    cwd: _PathArg | None
-    timeout: float | None
-    env: Mapping[str, str] | None
-    pass_env: Iterable[str]
-    inherit_env: bool
-    shell: str
-    max_output_chars: int
-    grace: float
-    spill_dir: _PathArg | None
-    sandbox: Sandbox | None
-    process_cwd: str | None
-    #: Ask `os.getcwd()` when `process_cwd` is None. The async form asks only when it must
-    #: (`cwd` None or relative); otherwise the preamble enters `cwd` whatever our directory.
-    ask_cwd: bool = True
+__all__ = [
+    "DEFAULT_GRACE",
+    "DEFAULT_MAX_OUTPUT_CHARS",
+    "DEFAULT_TIMEOUT",
+    "RunOptions",
+    "arun_command",
+    "plan_command",
+    "run_command",
+]
 
 
 def run_command(
     command: str,
     *,
-    cwd: _PathArg | None = None,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    pass_env: Iterable[str] = (),
-    inherit_env: bool = True,
-    shell: str = "bash",
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    grace: float = DEFAULT_GRACE,
-    spill_dir: _PathArg | None = None,
-    sandbox: Sandbox | None = None,
+    cwd: PathArg | None = None,
     on_output: OutputCallback | None = None,
-    process_cwd: str | None = None,
+    options: RunOptions = DEFAULT_OPTIONS,
+    **overrides: Unpack[RunOptionFields],
 ) -> CommandResult:
-    """Run `command` with `shell -c` and return how it ended; never raises for its failure.
+    """Run `command` with `shell -c` in `cwd` and return how it ended; never raises for its failure.
 
-    `timeout` None means `DEFAULT_TIMEOUT` (pass `math.inf` for none). `env` is set on top of the
-    scrubbed inherited environment (or of a minimal one, with `inherit_env=False`); `pass_env`
-    names inherited variables to keep even if they look secret. Each stream keeps at most
-    `max_output_chars` characters; a longer one is spilled whole to a file in `spill_dir`.
-    `sandbox`: run the shell inside it. `on_output(stream_name, text)`: the recent output while
-    the command runs, made safe like the stored text, about ten times a second at most (see
-    `live`); an exception it raises is logged and ends only the live output.
-    `process_cwd`: this process's working directory, when the caller knows it (an async caller
-    must not ask on the event loop); None: `os.getcwd()`. It must be current: the shell starts
-    there, and no `cd` is made when it is `cwd`.
+    `options`: how it runs (`RunOptions`: the timeout, the environment, the output cap, the
+    sandbox, ...); any of its fields given as a keyword (`timeout=5`) replaces that field for
+    this call. `on_output(stream_name, text)`: the recent output while the command runs, made
+    safe like the stored text, about ten times a second at most (see `live`); an exception it
+    raises is logged and ends only the live output.
     """
     started = time.monotonic()
-    plan = _plan(_Request(command, cwd, timeout, env, pass_env, inherit_env, shell,
-                          max_output_chars, grace, spill_dir, sandbox, process_cwd))
+    if overrides:
+        options = merged(options, overrides)
+    plan = plan_command(command, cwd, options)
     if isinstance(plan, CommandResult):
         return plan
     if not plan.executable:
-        plan = plan._replace(executable=spawn.resolve(shell, plan.env.get("PATH")))
+        plan = plan._replace(executable=spawn.resolve(plan.target.shell, plan.env.get("PATH")))
     spawned = spawn.spawn(plan)
     if isinstance(spawned, CommandResult):
         return spawned
@@ -138,18 +121,10 @@ def run_command(
 async def arun_command(
     command: str,
     *,
-    cwd: _PathArg | None = None,
-    timeout: float | None = None,
-    env: Mapping[str, str] | None = None,
-    pass_env: Iterable[str] = (),
-    inherit_env: bool = True,
-    shell: str = "bash",
-    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
-    grace: float = DEFAULT_GRACE,
-    spill_dir: _PathArg | None = None,
-    sandbox: Sandbox | None = None,
+    cwd: PathArg | None = None,
     on_output: OutputCallback | None = None,
-    process_cwd: str | None = None,
+    options: RunOptions = DEFAULT_OPTIONS,
+    **overrides: Unpack[RunOptionFields],
 ) -> CommandResult:
     """`run_command` for asyncio: same arguments, same results, no blocking call on the loop.
 
@@ -161,15 +136,15 @@ async def arun_command(
     """
     started = time.monotonic()
     must_ask = cwd is None or not os.path.isabs(cwd)
-    plan = _plan(_Request(command, cwd, timeout, env, pass_env, inherit_env, shell,
-                          max_output_chars, grace, spill_dir, sandbox, process_cwd, must_ask))
+    if overrides:
+        options = merged(options, overrides)
+    plan = plan_command(command, cwd, options, ask_cwd=must_ask)
     if isinstance(plan, CommandResult):
         return plan
     loop = asyncio.get_running_loop()
     if not plan.executable:  # a shell name not looked up yet: once per name and PATH
-        path = plan.env.get("PATH")
-        found = await drive.in_thread(loop, functools.partial(spawn.resolve, shell, path))
-        plan = plan._replace(executable=found)
+        lookup = functools.partial(spawn.resolve, plan.target.shell, plan.env.get("PATH"))
+        plan = plan._replace(executable=await drive.in_thread(loop, lookup))
     try:
         inner = drive.ReadySet()  # before the spawn: failing here leaves nothing running
     except OSError as exc:
@@ -204,72 +179,61 @@ def _unregister(poller: select.poll, fd: int) -> None:
         return
 
 
-def _plan(request: _Request) -> Plan | CommandResult:
-    """Check the arguments and decide everything the spawn needs.
+def plan_command(
+    command: str, cwd: PathArg | None, options: RunOptions, *, ask_cwd: bool = True
+) -> Plan | CommandResult:
+    """Check the arguments and decide everything the spawn needs: the one plan of every path
+    (`run_command`, `arun_command`, a background job); an `args_error` for a bad argument.
 
-    `Plan.executable` is "" when the shell still has to be looked up on PATH.
+    `ask_cwd`: ask `os.getcwd()` when `options.process_cwd` is None. The async form asks only
+    when it must (`cwd` None or relative); otherwise the preamble enters `cwd` whatever our
+    directory. `Plan.executable` is "" when the shell still has to be looked up on PATH.
     """
-    command = request.command
-    problem = _argument_problem(command, request.timeout, request.grace, request.max_output_chars)
+    problem = argument_problem(command, options)
     if problem:
         return args_error(problem, command if isinstance(command, str) else "")
     run_id = os.urandom(16).hex()
-    full_env = build_env(extra=request.env, pass_env=request.pass_env,
-                         inherit_env=request.inherit_env)
+    full_env = build_env(extra=options.env, pass_env=options.pass_env,
+                         inherit_env=options.inherit_env)
     inherited = full_env.get(MARKER_VAR)
     # Keep an outer run's marker too, so a bashgraph running inside bashgraph stays findable.
     full_env[MARKER_VAR] = f"{inherited}:{run_id}" if inherited else run_id
-    here = request.process_cwd
-    if here is None and request.ask_cwd:
+    here = options.process_cwd
+    if here is None and ask_cwd:
         here = _process_cwd()
-    given_cwd = None if request.cwd is None else _absolute(request.cwd, here)
+    given_cwd = None if cwd is None else _absolute(cwd, here)
     start_dir = given_cwd or here
     if start_dir:
         # The shell takes $PWD from here when it names its directory, so `$PWD` (reported back
         # as final_cwd) is exactly start_dir even when no `cd` is needed.
         full_env["PWD"] = start_dir
-    sandbox, shell = request.sandbox, request.shell
+    sandbox, shell = options.sandbox, options.shell
     # A sandbox enters the start directory itself, and looks the shell up on its own PATH.
     enter = "" if sandbox is not None or start_dir == here else start_dir or ""
     executable = shell if sandbox is not None else spawn.known_executable(
         shell, full_env.get("PATH"))
+    spill_dir = options.spill_dir
     return Plan(
         target=SpawnTarget(command, shell, given_cwd, start_dir),
         enter_dir=enter,
         track_cwd=launch.may_change_directory(command, shell, full_env),
         executable=executable or "",
         env=full_env,
-        timeout=DEFAULT_TIMEOUT if request.timeout is None else float(request.timeout),
-        grace=float(request.grace),
-        max_output_chars=request.max_output_chars,
-        spill_dir=None if request.spill_dir is None else Path(request.spill_dir),
+        timeout=DEFAULT_TIMEOUT if options.timeout is None else float(options.timeout),
+        grace=float(options.grace),
+        max_output_chars=options.max_output_chars,
+        spill_dir=None if spill_dir is None else Path(spill_dir),
         run_id=run_id,
         sandbox=sandbox,
     )
 
 
-def _absolute(cwd: _PathArg, here: str | None) -> str:
+def _absolute(cwd: PathArg, here: str | None) -> str:
     """`cwd` made absolute against `here` (normalised, like `os.path.abspath`)."""
     path = os.fspath(cwd)
     if os.path.isabs(path) or here is None:
         return os.path.abspath(path)  # no getcwd for an absolute path
     return os.path.normpath(os.path.join(here, path))
-
-
-def _argument_problem(
-    command: object, timeout: float | None, grace: float, max_output_chars: int
-) -> str | None:
-    if not isinstance(command, str):
-        return f"'command' must be a string, got {type(command).__name__}"
-    if "\0" in command:
-        return "'command' contains NUL bytes"
-    if timeout is not None and not timeout > 0:
-        return f"'timeout' must be a positive number of seconds, got {timeout!r}"
-    if not (grace >= 0 and math.isfinite(grace)):
-        return f"'grace' must be a finite number of seconds >= 0, got {grace!r}"
-    if max_output_chars < 0:
-        return f"'max_output_chars' must be >= 0, got {max_output_chars!r}"
-    return None
 
 
 def _process_cwd() -> str | None:

@@ -26,7 +26,7 @@ from bashgraph.tools.runner import launch
 from bashgraph.tools.runner.classify import SpawnTarget, sandbox_spawn_error, spawn_error_result
 from bashgraph.tools.runner.descriptors import inheritable_descriptors
 from bashgraph.tools.runner.launch import CwdChannel
-from bashgraph.tools.safety.sandbox import Sandbox
+from bashgraph.tools.safety.sandbox import Sandbox, read_status_fd
 
 #: Where the sandbox's wrapper finds the write end of its status pipe.
 STATUS_FD = 3
@@ -77,13 +77,35 @@ class Child:
         return self.returncode
 
 
-class Spawned(NamedTuple):
-    """What a successful spawn hands to the Supervisor."""
+class Spawned:
+    """What a successful spawn hands over: the shell, the read ends of its output pipes, the
+    cwd channel and, sandboxed, the status pipe (each closed by whoever finishes with it)."""
 
-    proc: Child
-    pipes: tuple[int, int]  # stdout and stderr read ends, non-blocking
-    channel: CwdChannel
-    status_fd: int = -1  # read end of the sandbox's status pipe (-1: not sandboxed)
+    __slots__ = ("channel", "pipes", "proc", "status_fd")
+
+    def __init__(self, proc: Child, pipes: tuple[int, int], channel: CwdChannel,
+                 status_fd: int = -1) -> None:
+        self.proc = proc
+        self.pipes = pipes  # stdout and stderr read ends, non-blocking
+        self.channel = channel
+        # The read end of the sandbox's status pipe (-1: not sandboxed, or closed). Open until
+        # the result is built: bwrap writing to a closed pipe dies of SIGPIPE.
+        self.status_fd = status_fd
+
+    def take_status(self) -> str | None:
+        """What the sandbox wrote on its status pipe (None when there is none); closes it.
+
+        Call after the shell exited: bwrap is the only writer.
+        """
+        if self.status_fd < 0:
+            return None
+        fd, self.status_fd = self.status_fd, -1
+        return read_status_fd(fd)
+
+    def close_status(self) -> None:
+        if self.status_fd >= 0:
+            os.close(self.status_fd)
+            self.status_fd = -1
 
 
 def spawn(plan: Plan) -> Spawned | CommandResult:
@@ -97,9 +119,8 @@ def spawn(plan: Plan) -> Spawned | CommandResult:
     sandbox = plan.sandbox
     wrapper: str | None = None  # set once the sandbox's wrapper is what fails to start
     try:
-        needed = bool(plan.enter_dir) or plan.track_cwd
-        channel = CwdChannel(plan.run_id, needed=needed,
-                             child_fd=launch.SANDBOX_CHANNEL_FD if sandbox else None)
+        if plan.enter_dir or plan.track_cwd:  # else the preamble writes nothing: the one above
+            channel = CwdChannel(plan.run_id, child_fd=launch.SANDBOX_CHANNEL_FD if sandbox else None)
         out_read, out_write = _pipe(fds)
         err_read, err_write = _pipe(fds)
         argv: list[str] = list(launch.argv(target.shell, target.command, channel.path,

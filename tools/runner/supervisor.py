@@ -2,7 +2,10 @@
 
 A loop only waits — for one of `watched()` to become readable, or for `wait_time()` to pass — and
 reports back through `on_ready(fd)` and `step(now)`. Reading, the decisions (drain, terminate,
-kill) and the result are made here, once.
+kill) and the result are made here, once. A supervisor holds its inputs whole — the `Plan`, the
+`Spawned` shell with its descriptors — and what the pipes produced in one `output.Output`; its
+own state is the phase, its deadline, the descriptors still open, and the facts of how the run
+ended.
 
 Phases:
 
@@ -38,13 +41,13 @@ from dataclasses import replace
 from enum import Enum
 
 from bashgraph.tools.results import CommandResult
-from bashgraph.tools.runner.capture import StreamCapture
 from bashgraph.tools.runner.classify import RunFacts, classify, start_dir_error
 from bashgraph.tools.runner.launch import CD_FAILED
-from bashgraph.tools.runner.live import LiveOutput, OutputCallback
+from bashgraph.tools.runner.live import OutputCallback
+from bashgraph.tools.runner.output import Output
 from bashgraph.tools.runner.reaper import Reaper, open_pidfd, pipe_names
 from bashgraph.tools.runner.spawn import Plan, Spawned
-from bashgraph.tools.safety.sandbox import classify_sandbox_exit, read_status_fd
+from bashgraph.tools.safety.sandbox import classify_sandbox_exit
 
 DRAIN_S = 0.5
 KILL_WAIT_S = 0.25
@@ -76,34 +79,22 @@ class Supervisor:
         forget: Callable[[int], object],
         on_output: OutputCallback | None = None,
     ) -> None:
+        """`forget(fd)`: the loop stops watching `fd` (about to be closed)."""
         self.plan = plan
+        self.spawned = spawned
         self.proc = spawned.proc
-        self._channel = spawned.channel
-        # Open until the result is built: bwrap writing to a closed pipe dies of SIGPIPE.
-        self._status_fd = spawned.status_fd
         self.started = started
         self.forget = forget
-        tag = plan.run_id[:12]
-        limit = plan.max_output_chars
-        pipes = spawned.pipes
-        self._streams = {
-            pipes[0]: StreamCapture("stdout", limit, plan.spill_dir, tag),
-            pipes[1]: StreamCapture("stderr", limit, plan.spill_dir, tag),
-        }
-        self._live = LiveOutput(list(self._streams.values()), on_output) if on_output else None
-        self._live_armed = False  # a flush is waiting for its time (the loop must wake for it)
-        self._last_line: str | None = None
-        self._line_taken = False
-        self._open = list(pipes)
-        self._order = pipes
+        self.output = Output(plan, spawned.pipes, on_output)
+        self._open = list(spawned.pipes)  # the pipes not at their end yet
         self.pidfd = open_pidfd(self.proc.pid)
         self.phase = Phase.RUNNING
-        self._deadline = started + plan.timeout
+        self._deadline = started + plan.timeout  # of the current phase
+        # How the run ended, as `result` reports it.
         self._timed_out = self._escalated = self._leftovers_killed = False
-        self._reaper: Reaper | None = None
+        self._reaper: Reaper | None = None  # the processes found and signalled, once any were
         self._ended_at = started
         self._delivered = False
-        self._pause: float | None = None  # None: no stream was read since the last pause
 
     @property
     def done(self) -> bool:
@@ -120,15 +111,15 @@ class Supervisor:
             left = min(left, KILL_POLL_S)
         elif self.proc.returncode is None and self.pidfd < 0:
             left = min(left, EXIT_POLL_S)
-        if self._live_armed and self._live is not None:
-            left = min(left, (self._live.due_at() or now) - now)
+        if self.output.live_armed:
+            left = min(left, self.output.live_wait(now))
         return None if math.isinf(left) else max(left, 0.0)
 
     def needs_thread(self, now: float) -> bool:
         """True when the next read or step may block (see the module docstring)."""
         if self.phase in (Phase.TERMINATING, Phase.KILLING):
             return True
-        if any(stream.on_disk for stream in self._streams.values()):
+        if self.output.on_disk:
             return True
         if now < self._deadline:
             return False
@@ -139,9 +130,9 @@ class Supervisor:
     def result_needs_thread(self) -> bool:
         """True when building the result reads the disk: a spilled stream's tail, or the
         working directory the preamble could not enter (to say why)."""
-        if any(stream.on_disk for stream in self._streams.values()):
+        if self.output.on_disk:
             return True
-        return self._channel_line() == CD_FAILED and not self._timed_out
+        return self.spawned.channel.take() == CD_FAILED and not self._timed_out
 
     def on_ready(self, fd: int) -> bool:
         """Handle a readable descriptor; True when a pipe closed, the shell exited, or output
@@ -149,29 +140,11 @@ class Supervisor:
         if fd == self.pidfd:
             self._reap()
             return True
-        stream = self._streams[fd]
-        moved = stream.pump(fd)
+        moved = self.output.read(fd)
         if moved == 0:
             self._close_pipe(fd)
             return True
-        # The loop waits only as long as every stream read in this round wants: a fast stream
-        # must not be held back by a slow one beside it.
-        wanted = stream.pause_after(moved)
-        self._pause = wanted if self._pause is None else min(self._pause, wanted)
-        return moved > 0 and self._live is not None and self._after_output(time.monotonic())
-
-    def _after_output(self, now: float) -> bool:
-        """Flush live output at once when its time has come; else arm the flush (True if new)."""
-        assert self._live is not None
-        due = self._live.due_at()
-        if due is None:
-            return False
-        if now >= due:
-            self._live.flush(now)
-            self._live_armed = False
-            return False
-        armed, self._live_armed = self._live_armed, True
-        return not armed
+        return moved > 0 and self.output.arm_live()
 
     def take_pause(self) -> float:
         """Seconds the loop should stop reading, to batch a large stream (then reset).
@@ -179,16 +152,14 @@ class Supervisor:
         A command printing hundreds of MB in small writes would otherwise wake us once per
         write: tens of thousands of wake-ups that cost more than moving the bytes (`pacing`).
         """
-        pause, self._pause = self._pause, None
-        return pause or 0.0
+        return self.output.take_pause()
 
     def step(self, now: float) -> None:
         """Advance the phase when its condition or its deadline has been reached."""
         if self.pidfd < 0:
             self._reap()
-        if self._live_armed and self._live is not None:
-            self._live.flush_if_due(now)
-            self._live_armed = self._live.pending()
+        if self.output.live_armed:
+            self.output.flush_live_if_due(now)
         if self.phase is Phase.RUNNING:
             self._while_running(now)
         elif self.phase is Phase.DRAINING:
@@ -201,17 +172,17 @@ class Supervisor:
     def result(self) -> CommandResult:
         """The CommandResult of a finished run (call once, when `done`)."""
         self._delivered = True
-        last_line = self._channel_line()
+        last_line = self.spawned.channel.take()
         if last_line == CD_FAILED and not self._timed_out:
-            for stream in self._streams.values():
-                stream.discard()
-            self._close_status()
+            self.output.discard()
+            self.spawned.close_status()
             return start_dir_error(self.plan.target)
+        stdout, stderr = self.output.finish()
         facts = RunFacts(
             target=self.plan.target,
             returncode=self.proc.returncode,
-            stdout=self._streams[self._order[0]].finish(),
-            stderr=self._streams[self._order[1]].finish(),
+            stdout=stdout,
+            stderr=stderr,
             duration_s=self._ended_at - self.started,
             timeout=self.plan.timeout,
             timed_out=self._timed_out,
@@ -225,21 +196,14 @@ class Supervisor:
 
     def _sandbox_failure(self, facts: RunFacts) -> CommandResult | None:
         """`spawn_error` when the sandbox never started the command (see `sandbox`)."""
-        if self._status_fd < 0:
+        if self.spawned.status_fd < 0:  # not sandboxed
             return None
-        status = read_status_fd(self._status_fd)
-        self._status_fd = -1
-        if facts.timed_out or facts.returncode is None:
+        status = self.spawned.take_status()
+        if status is None or facts.timed_out or facts.returncode is None:
             return None
         failed = classify_sandbox_exit(status, facts.returncode, facts.stderr.text,
                                        command=facts.target.command, cwd=facts.target.start_dir)
         return None if failed is None else replace(failed, duration_s=round(facts.duration_s, 6))
-
-    def _channel_line(self) -> str | None:
-        """The last line the preamble wrote on the cwd channel (read once, after the exit)."""
-        if not self._line_taken:
-            self._last_line, self._line_taken = self._channel.take(), True
-        return self._last_line
 
     def abort(self) -> None:
         """End a run that produced no result (interrupted, cancelled): kill it, remove its files.
@@ -255,15 +219,9 @@ class Supervisor:
             self.proc.wait(KILL_WAIT_S)
             self._close_all()
             self.phase = Phase.DONE
-        for stream in self._streams.values():
-            stream.discard()
-        self._channel.close()
-        self._close_status()
-
-    def _close_status(self) -> None:
-        if self._status_fd >= 0:
-            os.close(self._status_fd)
-            self._status_fd = -1
+        self.output.discard()
+        self.spawned.channel.close()
+        self.spawned.close_status()
 
     def _while_running(self, now: float) -> None:
         if self.proc.returncode is not None:
@@ -299,7 +257,7 @@ class Supervisor:
         """SIGTERM (and SIGCONT, so stopped processes can act on it) to what must end.
 
         On a timeout that is the whole command; after the shell exited, only the processes
-        still holding the pipes (from the `_open` read ends' inodes).
+        still holding the pipes (from the open read ends' inodes).
         """
         holders = None if self._timed_out else pipe_names(*self._open)
         self._reaper = Reaper(self.proc.pid, self.plan.run_id, holding=holders)
@@ -312,14 +270,9 @@ class Supervisor:
 
     def _finish(self, now: float) -> None:
         self._reap()
-        until = time.monotonic() + FINAL_DRAIN_S
-        for fd in list(self._open):
-            while self._streams[fd].pump(fd) > 0 and time.monotonic() < until:
-                pass
+        self.output.drain(self._open, until=time.monotonic() + FINAL_DRAIN_S)
         self._close_all()
-        if self._live is not None:
-            self._live.flush(now, final=True)
-            self._live_armed = False
+        self.output.final_flush(now)
         self._ended_at = now
         self.phase = Phase.DONE
 

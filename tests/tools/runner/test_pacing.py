@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from bashgraph.tools.runner import process, spawn
+from bashgraph.tools.runner.options import RunOptions
 from bashgraph.tools.runner.pacing import MAX_PAUSE_S, MIN_PAUSE_S, START_PAUSE_S, ReadPacer
 from bashgraph.tools.runner.supervisor import Supervisor
 
@@ -65,16 +66,16 @@ class FakeStream:
 
 def test_the_runner_waits_the_shorter_pause_of_the_streams_it_read() -> None:
     """A slow, trickling stream beside a fast one must not hold the fast one back."""
-    plan = process._plan(process._Request("sleep 5", None, 10.0, None, (), True, "bash",
-                                          100, 0.0, None, None, None))
+    options = RunOptions(timeout=10.0, grace=0.0, max_output_chars=100)
+    plan = process.plan_command("sleep 5", None, options)
     assert isinstance(plan, spawn.Plan)
     spawned = spawn.spawn(plan._replace(executable=spawn.resolve("bash", None)))
     assert isinstance(spawned, spawn.Spawned)
     sup = Supervisor(plan, spawned, started=time.monotonic(), forget=lambda fd: None)
-    real_streams = sup._streams
+    real_streams = sup.output.streams
     try:
         out, err = spawned.pipes
-        sup._streams = {out: FakeStream(4096, 0.0), err: FakeStream(100, MAX_PAUSE_S)}  # type: ignore[dict-item]
+        sup.output.streams = {out: FakeStream(4096, 0.0), err: FakeStream(100, MAX_PAUSE_S)}  # type: ignore[dict-item]
         sup.on_ready(err)
         assert sup.take_pause() == MAX_PAUSE_S  # only the slow stream was read
         sup.on_ready(err)
@@ -82,5 +83,5 @@ def test_the_runner_waits_the_shorter_pause_of_the_streams_it_read() -> None:
         assert sup.take_pause() == 0.0  # both: the fast one decides
         assert sup.take_pause() == 0.0  # nothing read since: no pause
     finally:
-        sup._streams = real_streams
+        sup.output.streams = real_streams
         sup.abort()  # kills the `sleep`
