@@ -7,7 +7,9 @@ Postgres tests share one database: each test's threads carry a unique prefix and
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,3 +49,17 @@ def _delete_threads(url: str, prefix: str) -> None:
             exists = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
             if exists and exists[0]:
                 conn.execute(f"DELETE FROM {table} WHERE thread_id LIKE %s", (prefix + "%",))
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    """The commands' folder. A command a killed worker left running is killed at the end: the
+    process group whose id it wrote to `pid`, the process whose id it wrote to `escaped`."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    yield folder
+    for name, kill_one in (("pid", os.killpg), ("escaped", os.kill)):
+        path = folder / name
+        if path.exists() and path.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                kill_one(int(path.read_text()), signal.SIGKILL)

@@ -5,28 +5,10 @@ call `interrupted`: a retry can never run next to the first run."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.graph.store.test_resume import kill, outcome, runs, spawn, wait_until
 from tests.tools.runner.proctools import group_running, running
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    yield folder
-    for name, kill_one in (("pid", os.killpg), ("escaped", os.kill)):
-        path = folder / name
-        if path.exists() and path.read_text().strip():
-            with contextlib.suppress(ProcessLookupError):
-                kill_one(int(path.read_text()), signal.SIGKILL)
 
 
 def test_resume_stops_the_cut_off_command_before_reporting_it_interrupted(

@@ -5,13 +5,10 @@ reached it — `localhost` and `127.0.0.1` included.)"""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,17 +17,6 @@ from bashgraph.graph.errors import ThreadBusyError
 from bashgraph.graph.store.locks import thread_lock
 from tests.graph.store.conftest import POSTGRES_ENV
 from tests.graph.store.test_resume import WORKER, kill, wait_until
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    yield folder
-    pid_file = folder / "pid"
-    if pid_file.exists() and pid_file.read_text().strip():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
 
 def worker(db: str, workdir: Path, cwd: Path, *flags: str) -> subprocess.Popen[str]:

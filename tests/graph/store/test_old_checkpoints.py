@@ -74,11 +74,6 @@ def drain(chunks: Iterator[Any]) -> None:
         pass
 
 
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
 
 
 def test_a_thread_paused_by_the_old_graph_resumes_on_its_bookkeeping(

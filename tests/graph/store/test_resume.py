@@ -4,14 +4,12 @@ the workers use the sync session, or the async one (`aopen_session`) where a tes
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +22,6 @@ WORKER = Path(__file__).with_name("worker.py")
 MODES = {"sync": (), "async": ("--async",)}
 
 
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    """The commands' folder; a command left sleeping by a killed worker is killed at the end."""
-    folder = tmp_path / "work"
-    folder.mkdir()
-    yield folder
-    pid_file = folder / "pid"
-    if pid_file.exists() and pid_file.read_text().strip():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
 
 def spawn(db: str, thread: str, scenario: str, workdir: Path, *flags: str,
