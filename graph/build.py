@@ -102,7 +102,22 @@ def _add_labelled_edges(
     builder: Builder, source: str, edge: Callable[[AgentState], str], labels: dict[str, str]
 ) -> None:
     """Conditional edges out of `source`, each drawn with the label of the outcomes taking it."""
-    builder.add_conditional_edges(source, labelled(edge, labels), {label: target for target, label in labels.items()})
+    router = inline_router(labelled(edge, labels))
+    builder.add_conditional_edges(source, router, {label: target for target, label in labels.items()})
+
+
+def inline_router(choose: Callable[[AgentState], str]) -> Runnable[Any, Any]:
+    """`choose` run where it is called, on the sync and the async path alike.
+
+    Given a plain function, LangGraph runs a router in a worker thread on the async path: two
+    thread hops per model step, the largest cost of a step we could remove when many runs share
+    one event loop. The routers are pure and take microseconds, so they run on the loop.
+    """
+
+    async def achoose(state: AgentState) -> str:
+        return choose(state)
+
+    return dual_node(choose, achoose, choose.__name__)
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:
