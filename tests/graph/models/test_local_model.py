@@ -297,3 +297,24 @@ def test_without_tools_the_model_can_only_answer(model: LocalChatModel) -> None:
     reply = model.invoke([SystemMessage(SYSTEM), HumanMessage(TASKS[0])])
     assert not reply.tool_calls
     assert_well_formed(reply)
+
+
+@pytest.mark.slow
+def test_the_bundled_model_loads_without_extra_buffer_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights stay in plain CPU buffers (`use_extra_bufts` off): llama.cpp's repacked AMX
+    buffers crash Intel Xeons with AMX at the first decode. llama.cpp's own default is on, so this
+    fails if the load stops switching it off (the crash itself needs an AMX CPU to show)."""
+    import llama_cpp.llama_cpp as native
+
+    assert native.llama_model_default_params().use_extra_bufts  # what a plain load would use
+    seen: list[bool] = []
+    real_load = native.llama_model_load_from_file
+
+    def load(path: bytes, params: Any) -> Any:
+        seen.append(bool(params.use_extra_bufts))
+        return real_load(path, params)
+
+    monkeypatch.setattr(native, "llama_model_load_from_file", load)
+    create_local_model(n_threads=1)._load()
+    assert seen == [False]
+    assert native.llama_model_default_params().use_extra_bufts  # the swap ends with the load
