@@ -31,6 +31,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Self, cast
 
@@ -58,6 +59,10 @@ from bashgraph.graph.store.threads import (
 )
 from bashgraph.tools.runner.drive import in_thread
 
+#: The threads held by the `lock` blocks the running code is inside, as (session holder, thread).
+#: A context variable, not a field: a hold must not reach other tasks or threads of the session.
+_HELD: ContextVar[frozenset[tuple[int, str]]] = ContextVar("bashgraph_held_threads", default=frozenset())
+
 RunInput = dict[str, Any] | Command[Any] | None
 """New input (a dict), None (continue the thread), or an answer (`Command(resume=...)`)."""
 
@@ -75,8 +80,8 @@ class _SessionParts:
     config: AgentConfig = field(default_factory=AgentConfig)
     _executors: list[Executor] = field(default_factory=list, repr=False)
     """The Executors of every agent built for this session or one made from it (`with_config`)."""
-    _held: set[str] = field(default_factory=set, repr=False)
-    """Threads held by a `lock` block of this session (shared with the ones made from it)."""
+    _holder: object = field(default_factory=object, repr=False)
+    """Who this session's `lock` blocks hold threads for (shared with the ones made from it)."""
 
     @classmethod
     def _bind(cls, saver: BaseCheckpointSaver[Any], journal: AnyJournal, location: Location,
@@ -99,14 +104,16 @@ class _SessionParts:
 
         Runs of the thread inside the block (`run` / `arun` of this session or of one made from
         it by `with_config`) use this hold instead of taking the lock again: the caller can look
-        at the thread, decide what to run and run it, with no other worker in between.
+        at the thread, decide what to run and run it, with no other worker in between. The hold
+        belongs to the code inside the block (and the tasks it starts): another task or thread
+        running the thread on this same session gets ThreadBusyError, like any other worker.
         """
         with thread_lock(self.location.target, thread_id):
-            self._held.add(thread_id)
+            token = _HELD.set(_HELD.get() | {(id(self._holder), thread_id)})
             try:
                 yield
             finally:
-                self._held.discard(thread_id)
+                _HELD.reset(token)
 
     def with_config(self, config: AgentConfig) -> Self:
         """This session with its agent rebuilt for `config`: the same model and database, the
@@ -124,7 +131,7 @@ class _SessionParts:
         call ids and the journal could not recognise the commands it already started.
         """
         stream_kwargs.setdefault("durability", "sync")
-        held = thread_id in self._held
+        held = (id(self._holder), thread_id) in _HELD.get()
         return _with_thread(config, thread_id), nullcontext() if held else thread_lock(self.location.target, thread_id)
 
 

@@ -231,3 +231,34 @@ def test_ahistory_gives_the_rows_of_the_sync_history(db_url: str, thread_prefix:
 
     assert len(rows) > 3
     assert asyncio.run(read()) == rows
+
+
+def test_a_lock_block_holds_the_thread_for_its_own_task_only(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """Another task running the held thread on the same session is refused, as any other
+    worker is: the hold belongs to the code inside the block, not to the session."""
+    thread = f"{thread_prefix}-own"
+    model = ScriptedChatModel([calls_reply("echo other >> log"), answer("ran")])
+
+    async def main() -> None:
+        async with aopen_session(db_url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+            held, release = asyncio.Event(), asyncio.Event()
+
+            async def holder() -> None:
+                with session.lock(thread):
+                    held.set()
+                    await release.wait()
+
+            async def other() -> None:
+                await held.wait()
+                try:
+                    with pytest.raises(ThreadBusyError):
+                        await drain(session, task("run it"), thread)
+                finally:
+                    release.set()
+
+            await asyncio.gather(holder(), other())
+        assert not (tmp_path / "log").exists()
+
+    asyncio.run(main())

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,31 @@ def test_advisory_lock_keys_are_stable_signed_64_bit_integers() -> None:
     assert len(keys) == 1000
     assert all(-(2**63) <= key < 2**63 for key in keys)
     assert lock_key("t1") == lock_key("t1")
+
+
+def test_a_session_lock_block_does_not_let_another_thread_in(db_url: str, thread_prefix: str, tmp_path: Path) -> None:
+    """`Session.lock` held in one OS thread: `run` of the same thread on the same session from
+    another OS thread gets ThreadBusyError and runs nothing."""
+    from bashgraph.graph import AgentConfig, open_session
+    from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
+
+    thread = f"{thread_prefix}-own"
+    model = ScriptedChatModel([calls_reply("echo other >> log"), answer("ran")])
+    with open_session(db_url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+        held, release = threading.Event(), threading.Event()
+
+        def holder() -> None:
+            with session.lock(thread):
+                held.set()
+                release.wait(30)
+
+        worker = threading.Thread(target=holder)
+        worker.start()
+        try:
+            assert held.wait(30)
+            with pytest.raises(ThreadBusyError):
+                list(session.run({"messages": [("user", "run it")]}, thread))
+        finally:
+            release.set()
+            worker.join()
+    assert not (tmp_path / "log").exists()
