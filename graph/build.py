@@ -84,7 +84,9 @@ def build_graph(
     return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
 
 
-def dual_node(func: Callable[..., Any], afunc: Callable[..., Any], name: str) -> Runnable[Any, Any]:
+def dual_node(
+    func: Callable[..., Any], afunc: Callable[..., Any], name: str, *, trace: bool = False
+) -> Runnable[Any, Any]:
     """A node with a sync and an async form (invoke and ainvoke each run their own).
 
     LangGraph's RunnableCallable (what `create_agent` uses for its nodes) reads the functions'
@@ -95,7 +97,7 @@ def dual_node(func: Callable[..., Any], afunc: Callable[..., Any], name: str) ->
         from langgraph._internal._runnable import RunnableCallable
     except ImportError:  # moved in another LangGraph version
         return RunnableLambda(func, afunc=afunc, name=name)
-    return cast(Runnable[Any, Any], RunnableCallable(func, afunc, name=name, trace=False))
+    return cast(Runnable[Any, Any], RunnableCallable(func, afunc, name=name, trace=trace))
 
 
 def _add_labelled_edges(
@@ -111,13 +113,15 @@ def inline_router(choose: Callable[[AgentState], str]) -> Runnable[Any, Any]:
 
     Given a plain function, LangGraph runs a router in a worker thread on the async path: two
     thread hops per model step, the largest cost of a step we could remove when many runs share
-    one event loop. The routers are pure and take microseconds, so they run on the loop.
+    one event loop. The routers are pure and take microseconds, so they run on the loop. Each
+    call is still traced (a run per routing decision in LangSmith and `astream_events`), as
+    LangGraph traces a router given as a function.
     """
 
     async def achoose(state: AgentState) -> str:
         return choose(state)
 
-    return dual_node(choose, achoose, choose.__name__)
+    return dual_node(choose, achoose, choose.__name__, trace=True)
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:

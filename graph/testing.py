@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,12 @@ def call(command: str, *, timeout: float | None = None, id: str | None = None) -
 def calls_reply(*commands: str) -> AIMessage:
     """A model reply that runs `commands` (in parallel when there are several)."""
     return AIMessage(content="", tool_calls=[call(c) for c in commands])
+
+
+def run(*commands: str) -> AIMessage:
+    """The old name of `calls_reply` (it builds a reply; it runs nothing), kept for one release."""
+    warnings.warn("bashgraph.graph.testing.run is now calls_reply", DeprecationWarning, stacklevel=2)
+    return calls_reply(*commands)
 
 
 def answer(text: str) -> AIMessage:

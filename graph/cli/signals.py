@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import sys
+import threading
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -123,7 +124,13 @@ class SignalAwareStdin:
         self._pending = bytearray()  # read past the line given out (a pipe may bring several)
 
     def readline(self) -> str:
-        """The next line without its newline (as `input()` gives it); EOFError at the end."""
+        """The next line without its newline (as `input()` gives it); EOFError at the end.
+
+        Only the main thread receives Python's signal handlers (and may set the wakeup pipe);
+        anywhere else this is `input()`.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return input()
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
         try:
@@ -135,8 +142,11 @@ class SignalAwareStdin:
         return line.decode(sys.stdin.encoding or "utf-8", errors="replace")
 
     def _next_line(self, fd: int, wake: int) -> bytes:
+        poller = select.poll()  # not select(): it fails on descriptors past 1023
+        poller.register(fd, select.POLLIN)
+        poller.register(wake, select.POLLIN)
         while b"\n" not in self._pending:
-            ready, _, _ = select.select([fd, wake], [], [])
+            ready = {ready_fd for ready_fd, _ in poller.poll()}
             if wake in ready:
                 # A signal: its handler runs at the next bytecode boundary (and raises), not later.
                 os.read(wake, 64)
@@ -147,7 +157,7 @@ class SignalAwareStdin:
             self._pending += chunk
         line, _, rest = bytes(self._pending).partition(b"\n")
         self._pending = bytearray(rest)
-        return line
+        return line.removesuffix(b"\r")
 
     def _last_line(self) -> bytes:
         if not self._pending:

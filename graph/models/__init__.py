@@ -12,6 +12,8 @@ from bashgraph.tools.lazy_exports import lazy_exports
 __all__ = [
     "DEFAULT_MODEL",
     "LOCAL_MODEL",
+    "CompatibleChatOpenAI",
+    "LocalChatModel",
     "as_model_error",
     "choose_model_name",
     "describe_model_error",
@@ -29,9 +31,15 @@ if TYPE_CHECKING:
         make_chat_model,
         model_notice,
     )
+    from bashgraph.graph.models.local import LocalChatModel
+    from bashgraph.graph.models.openai_compat import CompatibleChatOpenAI
 
 #: Where each public name lives.
-_HOMES = dict.fromkeys(__all__, "factory")
+_HOMES = {
+    **dict.fromkeys(__all__, "factory"),
+    "CompatibleChatOpenAI": "openai_compat",
+    "LocalChatModel": "local",
+}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__, globals())

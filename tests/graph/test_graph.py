@@ -277,3 +277,12 @@ def run_with_timeout(command: str, timeout: float) -> AIMessage:
     from bashgraph.graph.testing import call
 
     return AIMessage(content="", tool_calls=[call(command, timeout=timeout)])
+
+
+def test_the_old_name_of_calls_reply_still_builds_the_reply_with_a_warning() -> None:
+    """`testing.run` (renamed `calls_reply`) keeps working for one release, and says so."""
+    from bashgraph.graph import testing
+
+    with pytest.warns(DeprecationWarning, match="calls_reply"):
+        reply = testing.run("true", "false")
+    assert [call["args"]["command"] for call in reply.tool_calls] == ["true", "false"]

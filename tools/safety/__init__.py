@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING
 from bashgraph.tools.lazy_exports import lazy_exports
 
 __all__ = [
+    "DEFAULT_ASK",
+    "BwrapSandbox",
     "Policy",
     "PolicyError",
+    "Redactor",
+    "Rule",
     "load_policy",
     "one_line",
     "protect_secrets",
@@ -20,15 +24,17 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from bashgraph.tools.safety.policy import Policy, PolicyError, load_policy
-    from bashgraph.tools.safety.sandbox import sandbox_available
+    from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy, PolicyError, Rule, load_policy
+    from bashgraph.tools.safety.redact import Redactor
+    from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
     from bashgraph.tools.safety.secret_guard import protect_secrets
     from bashgraph.tools.safety.visible import one_line, visible
 
 #: Where each public name lives.
 _HOMES = {
-    **dict.fromkeys(("Policy", "PolicyError", "load_policy"), "policy"),
-    "sandbox_available": "sandbox",
+    **dict.fromkeys(("DEFAULT_ASK", "Policy", "PolicyError", "Rule", "load_policy"), "policy"),
+    **dict.fromkeys(("BwrapSandbox", "sandbox_available"), "sandbox"),
+    "Redactor": "redact",
     "protect_secrets": "secret_guard",
     **dict.fromkeys(("one_line", "visible"), "visible"),
 }

@@ -85,10 +85,11 @@ def test_ctrl_c_at_a_prompt_ends_the_read_whichever_thread_receives_it() -> None
 
 
 def test_the_prompt_reader_gives_lines_as_input_does(tmp_path: Path) -> None:
-    """A line comes back without its newline; the end of input is EOFError, as with `input()`."""
+    """A line comes back without its line ending (\\n or \\r\\n); the end of input is EOFError, as
+    with `input()`."""
     script = ("from bashgraph.graph.cli.signals import SignalAwareStdin\n"
               "r = SignalAwareStdin()\nprint(repr(r.readline()), repr(r.readline()))\n"
               "try:\n    r.readline()\nexcept EOFError:\n    print('eof')\n")
-    done = subprocess.run([sys.executable, "-c", script], check=False, input="approve\nécrit\n", capture_output=True,
+    done = subprocess.run([sys.executable, "-c", script], check=False, input="approve\r\nécrit\n", capture_output=True,
                           text=True, timeout=30)
     assert done.stdout.splitlines() == ["'approve' 'écrit'", "eof"], done.stderr

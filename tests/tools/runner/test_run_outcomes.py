@@ -20,7 +20,7 @@ from bashgraph.tools.runner.classify import SpawnTarget, sandbox_spawn_error, sp
 FILED_ERRNOS = [(kind, code) for kind, entry in KINDS.items() for code in sorted(entry.errnos)]
 
 
-def test_seed_echo_is_ok_with_its_stdout() -> None:
+def test_echo_is_ok_with_its_stdout() -> None:
     """`echo hi` ends ok with exit code 0 and exactly its output."""
     result = run_command("echo hi")
     assert result.outcome is Outcome.OK
@@ -28,21 +28,21 @@ def test_seed_echo_is_ok_with_its_stdout() -> None:
     assert (result.stdout_bytes, result.stderr_bytes, result.truncated) == (3, 0, False)
 
 
-def test_seed_exit_3_is_an_exit_error() -> None:
+def test_exit_3_is_an_exit_error() -> None:
     """`exit 3` is an exit error carrying the code, not a success nor a timeout."""
     result = run_command("exit 3")
     assert result.outcome is Outcome.EXIT_ERROR
     assert (result.exit_code, result.hint, result.spawn_error) == (3, None, None)
 
 
-def test_seed_exit_error_keeps_both_streams_apart() -> None:
+def test_exit_error_keeps_both_streams_apart() -> None:
     """stdout and stderr of a failing command are both kept, each in its own field."""
     result = run_command("echo hello; echo warn >&2; exit 3")
     assert result.outcome is Outcome.EXIT_ERROR
     assert (result.stdout, result.stderr, result.exit_code) == ("hello\n", "warn\n", 3)
 
 
-def test_seed_missing_shell_is_a_spawn_error_not_found() -> None:
+def test_missing_shell_is_a_spawn_error_not_found() -> None:
     """A shell that does not exist is spawn_error/not_found with ENOENT, never an exception."""
     result = run_command("echo hi", shell="/nonexistent/bash")
     assert result.outcome is Outcome.SPAWN_ERROR

@@ -1,0 +1,63 @@
+"""How the compiled graph runs its routers: on the event loop (no thread per routing decision),
+and traced like LangGraph traces a router, on the sync and the async path alike."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import HumanMessage
+
+from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
+
+ROUTERS = {"next_after_agent", "next_after_tools"}
+
+
+class ChainNames(BaseCallbackHandler):
+    """Names of the traced runs (chains) a run opens."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+                       **kwargs: Any) -> None:
+        self.names.append(str(kwargs.get("name") or (serialized or {}).get("name")))
+
+
+def agent_for(tmp_path: Path) -> Any:
+    model = ScriptedChatModel([calls_reply("true"), calls_reply("true"), answer("done")])
+    return build_graph(model=model, config=AgentConfig(workdir=str(tmp_path)))
+
+
+def test_routers_run_on_the_event_loop(tmp_path: Path) -> None:
+    """A clean run on the async path hands nothing to a worker thread: LangGraph would run a
+    router given as a plain function in one, twice per model step."""
+    handed_over: list[object] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        real = loop.run_in_executor
+
+        def spy(executor: Any, func: Any, *args: Any) -> Any:
+            handed_over.append(func)
+            return real(executor, func, *args)
+
+        loop.run_in_executor = spy  # type: ignore[method-assign,assignment]
+        state = await agent_for(tmp_path).ainvoke({"messages": [HumanMessage("task")]})
+        assert state["status"] == "done"
+
+    asyncio.run(main())
+    assert handed_over == []
+
+
+def test_routers_are_traced_on_both_paths(tmp_path: Path) -> None:
+    """Each routing decision is a traced run, with `invoke` and with `ainvoke`."""
+    sync, async_ = ChainNames(), ChainNames()
+    agent_for(tmp_path).invoke({"messages": [HumanMessage("task")]}, {"callbacks": [sync]})
+    asyncio.run(agent_for(tmp_path).ainvoke({"messages": [HumanMessage("task")]}, {"callbacks": [async_]}))
+    assert set(sync.names) >= ROUTERS
+    assert [n for n in sync.names if n in ROUTERS] == [n for n in async_.names if n in ROUTERS]
