@@ -43,22 +43,18 @@ class JobStream:
         self._fd = os.open(path, flags, 0o600)
         self._lock = threading.Lock()
         self.written = 0  # bytes in the file
-        self.seen = 0  # every byte the job wrote to this stream
+        self.dropped = 0
+        """Bytes the job wrote past the limit (or that the disk refused), counted once lost: bytes
+        still on their way to the file are neither written nor dropped yet."""
         self._read_to = 0  # the offset the next `read_new` starts at
         self._dropped_told = 0  # lost bytes already reported by `read_new`
         self._problem: str | None = None
 
-    @property
-    def dropped(self) -> int:
-        """Bytes the job wrote past the limit (or that the disk refused)."""
-        return self.seen - self.written
-
     def append(self, data: bytes) -> None:
         """Write `data` at the end of the file, as far as the limit allows."""
-        with self._lock:
-            self.seen += len(data)
         room = self.limit_bytes - self.written if self._problem is None else 0
         keep = memoryview(data)[: max(room, 0)]
+        lost = len(data) - len(keep)
         try:
             while keep:
                 done = os.write(self._fd, keep)
@@ -67,6 +63,10 @@ class JobStream:
                     self.written += done
         except OSError as exc:
             self._problem = f"the spill file could not be written ({exc.strerror})"
+            lost += len(keep)
+        if lost:
+            with self._lock:
+                self.dropped += lost
 
     def read_new(self, max_chars: int) -> Piece:
         """What arrived since the previous call, at most about `max_chars` characters of it."""
