@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+from anchor_agent import abash, bash, script
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -48,7 +47,7 @@ from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.store.checkpoints import aopen_checkpointer
 from bashgraph.graph.store.journal import SqliteJournal
 from bashgraph.graph.store.session import open_session
-from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
+from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.tools.results import CommandResult, Outcome
 
 TARGET_STEP = 0.90
@@ -57,25 +56,7 @@ TARGET_CONCURRENT_ANCHOR = 1.0
 TARGET_CONCURRENT_IDEAL = 1.3
 
 
-@tool("bash")
-def bash(command: str) -> str:
-    """Run a shell command (the anchor's tool: a plain subprocess, like most agents use)."""
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
-    return done.stdout + done.stderr
 
-
-@tool("bash")
-async def abash(command: str) -> str:
-    """Run a shell command without blocking the event loop (the anchor's best async case)."""
-    process = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await process.communicate()
-    return (out + err).decode()
-
-
-def script(steps: int, command: str) -> list[AIMessage]:
-    return [*(calls_reply(command) for _ in range(steps)), answer("done")]
 
 
 def task() -> Any:

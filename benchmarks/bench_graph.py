@@ -14,41 +14,18 @@ import argparse
 import asyncio
 import sqlite3
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from anchor_agent import abash, bash, script
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.testing import ScriptedChatModel, answer, call
-
-
-def script(steps: int, command: str) -> list[AIMessage]:
-    return [AIMessage(content="", tool_calls=[call(command)]) for _ in range(steps)] + [answer("done")]
-
-
-@tool("bash")
-async def abash(command: str) -> str:
-    """Run a shell command without blocking the event loop (the anchor's best case)."""
-    process = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await process.communicate()
-    return (out + err).decode()
-
-
-@tool
-def bash(command: str) -> str:
-    """Run a shell command (the baseline tool: plain subprocess, like most agents use)."""
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
-    return done.stdout + done.stderr
+from bashgraph.graph.testing import ScriptedChatModel
 
 
 def ours(steps: int, workdir: str, saver: Any) -> Callable[[int], None]:

@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from bashgraph.graph import AgentConfig, build_graph, open_session
 from bashgraph.graph.store.journal import SqliteJournal
 from bashgraph.graph.testing import ScriptedChatModel, answer
+from tests.support.ports import free_port
 from tests.tools.runner.proctools import gone_within, kill_quietly, marked_processes, running
 
 THREAD = "jobs"
@@ -45,11 +46,6 @@ def job_tool(name: str, job_id: str = "job-1", **args: Any) -> AIMessage:
         ToolCall(name=name, args={"job_id": job_id, **args}, id=f"{name}-{job_id}-{len(args)}",
                  type="tool_call")])
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def fetch(port: int, path: str = "/") -> str:

@@ -27,8 +27,9 @@ from typing import Any
 
 import pytest
 
-from tests.studio.test_langgraph_dev import OFFLINE, REPO, STATE_DIR, free_port, wait_until_up
+from tests.studio.test_langgraph_dev import OFFLINE, REPO, STATE_DIR, wait_until_up
 from tests.support.openai_server import FakeOpenAIServer, text, tool_call
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -27,6 +26,7 @@ import pytest
 
 from tests.graph.test_schema import BOOKKEEPING, PUBLIC
 from tests.support.openai_server import FakeOpenAIServer, text, tool_call
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -37,11 +37,6 @@ OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "tru
            "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
 PORT_MOVED = "is already in use"
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_until_up(proc: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 60) -> None:

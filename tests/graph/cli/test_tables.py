@@ -17,7 +17,7 @@ from tests.graph.cli.test_terminal import terminal
 from tests.support.openai_server import FakeOpenAIServer, text, tool_call
 
 NOW = datetime(2026, 12, 2, 17, 30, tzinfo=UTC)
-LONG_TASK = "find every TODO in the source tree, count them per file and write a short report " * 3
+LONG_TASK = "find every unused import in the source tree, count them per file and write a short report " * 3
 
 
 def thread(thread_id: str, minutes_ago: float, task: str, status: str = "done",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from bashgraph.graph.models.factory import as_model_error, make_chat_model
 from bashgraph.graph.models.local import bundled_model_path
 from bashgraph.tools.bash_tool import make_bash_tool
 from tests.support.child_process import describe_exit
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -69,11 +69,6 @@ def missing_requirement() -> str | None:
         return str(missing)
     return None
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_until_up(proc: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 120) -> None:
