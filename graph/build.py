@@ -14,9 +14,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from bashgraph.graph.approval import ApprovalNode, make_policy
+from bashgraph.graph.call_journal import Journal
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.execution import Executor, Journal
+from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.deferred import DeferredChatModel
 from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes

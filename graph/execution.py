@@ -23,81 +23,41 @@ import functools
 import hashlib
 import os
 import shutil
-import socket
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall
 
+from bashgraph.graph.call_journal import (
+    CALL_MARKER_VAR,
+    CallContext,
+    Journal,
+    JournalEntry,
+    interrupted_result,
+    sweep_cut_off,
+)
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.jobs import Answer, RunJobs
+from bashgraph.graph.store.store_journal import StoreJournal, store_of
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME, validate_bash_args
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.jobs.table import JobRequest
-from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
+from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner.capture import default_spill_dir
 from bashgraph.tools.runner.drive import in_thread
 from bashgraph.tools.runner.live import OutputCallback
 from bashgraph.tools.runner.options import RunOptions
 from bashgraph.tools.runner.process import arun_command, run_command
-from bashgraph.tools.runner.reaper import sweep
 from bashgraph.tools.safety.redact import Redactor
 from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
 
-#: Set in each journaled command's environment to its journal row's marker; every process the
-#: command starts inherits it, so a later resume can find them after this process died.
-CALL_MARKER_VAR = "BASHGRAPH_CALL_ID"
-
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class JournalEntry:
-    """What the journal knows of one call: when it started and, if it finished, its result."""
-
-    command: str
-    started_at: float
-    result: CommandResult | None = None
-    marker: str | None = None
-    """The value of `CALL_MARKER_VAR` in the command's environment (None in old rows)."""
-    host: str | None = None
-    """The host it started on: only there can its leftover processes be found."""
-
-
-class Journal(Protocol):
-    """Durable record of commands, so a resume never runs one twice (see graph/store/journal.py)."""
-
-    def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None: ...
-
-    def start(self, thread_id: str, call_id: str, attempt: int, command: str,
-              marker: str | None = None) -> None: ...
-
-    def finish(self, thread_id: str, call_id: str, attempt: int, result: CommandResult) -> None: ...
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """Where a call runs: thread, the model reply that asked for it, and the attempt number.
-
-    Some OpenAI-compatible servers reuse tool-call ids (`call_0` in every reply), so a call is
-    known by its reply's message id *and* its tool-call id.
-    """
-
-    thread_id: str | None
-    message_id: str = ""
-    attempt: int = 0
-    journal: Journal | None = None
-    """Where this call's row goes: the session's journal, or one in the run's LangGraph store."""
-
-    def key(self, call_id: str) -> str:
-        return f"{self.message_id}/{call_id}"
 
 
 @dataclass(frozen=True)
@@ -185,7 +145,7 @@ class Executor:
             return self._emitted(self._job_tool(call, ctx), on_event)
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
-            return _interrupted(plan.entry, self._sweep(plan.entry))
+            return interrupted_result(plan.entry, sweep_cut_off(plan.entry, self.config.grace_s))
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
@@ -215,8 +175,8 @@ class Executor:
             return self._emitted(answer, on_event)
         plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
-            swept = await in_thread(loop, functools.partial(self._sweep, plan.entry))
-            return _interrupted(plan.entry, swept)
+            swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, self.config.grace_s))
+            return interrupted_result(plan.entry, swept)
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
@@ -312,15 +272,6 @@ class Executor:
             ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
         return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
 
-    def _sweep(self, entry: JournalEntry) -> Swept:
-        """Stop what still runs of a cut-off call (blocking: up to grace + 5 s)."""
-        if entry.marker is None:
-            return Swept(checked=False, reason="it was journaled without a run marker")
-        if entry.host != socket.gethostname():
-            return Swept(checked=False, reason=f"it started on host {entry.host}, not this one")
-        found, alive = sweep(entry.marker, grace=self.config.grace_s)
-        return Swept(checked=True, found=found, alive=alive)
-
     def _entry(self, call_id: str, ctx: CallContext) -> JournalEntry | None:
         if ctx.journal is None or ctx.thread_id is None:
             return None
@@ -333,8 +284,6 @@ class Executor:
             return ctx
         if self.journal is not None:
             return dataclasses.replace(ctx, journal=self.journal)
-        from bashgraph.graph.store.store_journal import StoreJournal, store_of  # it imports this module
-
         store = store_of()
         return dataclasses.replace(ctx, journal=StoreJournal(store)) if store is not None else ctx
 
@@ -351,37 +300,6 @@ class Executor:
         if plan.ctx.journal is not None and plan.ctx.thread_id is not None:
             plan.ctx.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
-
-
-@dataclass(frozen=True)
-class Swept:
-    """What the sweep of a cut-off call found of it still running."""
-
-    checked: bool
-    found: int = 0
-    alive: int = 0
-    reason: str = ""
-    """Why it was not checked."""
-
-    def text(self) -> str:
-        if not self.checked:
-            return f"; whether it still runs was not checked: {self.reason}"
-        if self.alive:
-            return (f"; {self.alive} of its processes could not be stopped and may still run "
-                    "(uninterruptible)")
-        if self.found:
-            return f"; {self.found} of its processes were still running and were stopped"
-        return ""
-
-
-def _interrupted(entry: JournalEntry, swept: Swept) -> CommandResult:
-    """`interrupted` for a call that started and never finished, once the sweep is done."""
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
-    return spawn_failure(
-        SpawnErrorKind.INTERRUPTED, entry.command,
-        f"started at {started} but the run stopped before it finished; it may have had "
-        f"side effects, so it was not run again{swept.text()}",
-    )
 
 
 _collecting: ContextVar[list[Executor] | None] = ContextVar("bashgraph_executors", default=None)

@@ -19,9 +19,10 @@ from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
+from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id

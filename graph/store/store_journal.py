@@ -23,8 +23,8 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+from bashgraph.graph.call_journal import JournalEntry
 from bashgraph.graph.errors import StoreError
-from bashgraph.graph.execution import JournalEntry
 from bashgraph.tools.results import CommandResult
 
 if TYPE_CHECKING:

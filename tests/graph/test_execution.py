@@ -12,7 +12,8 @@ import pytest
 from langchain_core.messages import ToolCall
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.execution import CALL_MARKER_VAR, CallContext, Executor
+from bashgraph.graph.call_journal import CALL_MARKER_VAR, CallContext
+from bashgraph.graph.execution import Executor
 from bashgraph.tools import CommandResult, Outcome
 
 

@@ -28,7 +28,7 @@ from bashgraph.tools.safety.shellerrors import ShellSyntaxError, TooComplexError
 from bashgraph.tools.safety.shellparts import FILE as _FILE
 from bashgraph.tools.safety.shellparts import HereDoc, Line, Redirect, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
-from bashgraph.tools.safety.shellparts import Sub as _Sub
+from bashgraph.tools.safety.shellwords import WordReader
 from bashgraph.tools.safety.wrappers import ASSIGNMENT, inline_script, program_name, runs_stdin_as_code, views
 
 __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "TooComplexError",
@@ -38,24 +38,10 @@ _KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", 
                        "until", "esac", "time", "coproc"})
 _HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
 _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", "<>", "<&", ">>", ">|", ">&", "&>", "<", ">")
-_ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|.)",
-                     re.DOTALL)
-_ANSI_C_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
-                  "E": "\x1b", "f": "\f", "v": "\v"}
-#: Runs of characters with no meaning to the parser, outside and inside double quotes.
-_PLAIN = re.compile(r"[^ \t\n()<>;&|'\"\\`$#]+")
-_PLAIN_QUOTED = re.compile(r"[^\"\\`$]+")
-_ANSI_C_BODY = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL)
-_BACKTICK_BODY = re.compile(r"[^`\\]*(?:\\.[^`\\]*)*", re.DOTALL)
-_BACKTICK_ESCAPE = re.compile(r"\\([`\\$])")
-_BRACED_STOP = re.compile(r"[{}$`\\]")
-_ARITH_STOP = re.compile(r"[\\'\"()]")
-_BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
-_DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _EMPTY_PARENS = re.compile(r"\([ \t]*\)")
-#: Substitutions inside substitutions, and scripts inside scripts, beyond which a line is
-#: refused as too complex: real commands stay far below; deeper nesting only multiplies work.
-MAX_NESTING = 64
+#: Scripts inside scripts (`bash -c`, `eval`, fed code) beyond which the innermost code is not
+#: read (it counts as hidden code): real commands stay far below; deeper nesting only multiplies
+#: work. Substitutions have their own limit, `MAX_NESTING` (shellwords).
 MAX_SCRIPT_DEPTH = 8
 
 
@@ -99,7 +85,7 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
     return out
 
 
-class _Parser:
+class _Parser(WordReader):
     """One pass over the text; `$( )` and `<( )` recurse on the same text."""
 
     def __init__(self, text: str, nesting: int = 0) -> None:
@@ -110,6 +96,9 @@ class _Parser:
         self.functions: set[str] = set()
         # Re-scans (arithmetic and `$[` look-ahead) may not cost more than a few passes.
         self.scan_budget = 8 * len(text) + 4096
+
+    def _subparser(self, text: str, nesting: int) -> _Parser:
+        return _Parser(text, nesting)
 
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
@@ -164,10 +153,6 @@ class _Parser:
         depth = max(depth + (1 if char == "(" else -1), 0)
         return self._end_stage(stage, pipeline, out, piped=False), depth
 
-    def _nest(self) -> None:
-        if self.nesting >= MAX_NESTING:
-            raise TooComplexError(f"substitutions nested more than {MAX_NESTING} deep")
-
     def _arithmetic_command(self, stage: _Stage) -> bool:
         """`(( … ))` where a command may start (`for ((…))` too): read it as arithmetic."""
         if not self.text.startswith("((", self.pos) or stage.in_word:
@@ -180,74 +165,6 @@ class _Parser:
         self._read_arithmetic(stage, self.pos + 2, end)
         self.pos = end + 2
         return True
-
-    def _arithmetic_end(self, start: int) -> int | None:
-        """Where `$((`/`((` starting at `start` closes with `))`, or None if it is no arithmetic.
-
-        Like bash: the parenthesis that closes the second `(` must be followed by `)`.
-        """
-        depth, index, text = 0, start, self.text
-        while (match := _ARITH_STOP.search(text, index)) is not None:
-            index = match.start()
-            char = text[index]
-            if char == "\\":
-                index += 2
-            elif char == "'":
-                close = text.find("'", index + 1)
-                index = len(text) if close < 0 else close + 1
-            elif char == '"':
-                quoted = _DOUBLE_QUOTED.match(text, index)
-                index = len(text) if quoted is None else quoted.end()
-            elif char == "(":
-                depth, index = depth + 1, index + 1
-            elif depth:
-                depth, index = depth - 1, index + 1
-            else:
-                self._spend(index - start)
-                return index if text.startswith("))", index) else None
-        self._spend(len(text) - start)
-        return None
-
-    def _bracket_end(self, start: int) -> int | None:
-        """Where `$[` starting at `start` closes with `]`."""
-        depth, index, text = 0, start, self.text
-        while (match := _BRACKET_STOP.search(text, index)) is not None:
-            index = match.start()
-            char = text[index]
-            if char == "\\":
-                index += 2
-            elif char in "'\"":
-                close = text.find(char, index + 1)
-                index = len(text) if close < 0 else close + 1
-            elif char == "[":
-                depth, index = depth + 1, index + 1
-            elif depth:
-                depth, index = depth - 1, index + 1
-            else:
-                self._spend(index - start)
-                return index
-        self._spend(len(text) - start)
-        return None
-
-    def _spend(self, scanned: int) -> None:
-        self.scan_budget -= scanned
-        if self.scan_budget < 0:
-            raise TooComplexError("too many nested arithmetic expressions to read")
-
-    def _read_arithmetic(self, stage: _Stage, start: int, end: int) -> None:
-        """The commands inside an arithmetic expression: only its substitutions run anything."""
-        self._nest()
-        self.nesting += 1
-        scratch = _Stage(0, 0)
-        self.pos = start
-        while self.pos < end:
-            char = self.text[self.pos]
-            if char in "$`\\":
-                self._read_word_piece(scratch, in_double_quotes=True)
-            else:
-                self.pos += 1
-        self.nesting -= 1
-        stage.subs.extend(scratch.subs)
 
     def _read_operator(self) -> bool:
         """Consume an operator; True when it is a pipe (the next command reads this one)."""
@@ -266,145 +183,6 @@ class _Parser:
         op = next(op for op in _REDIRECT_OPS if self.text.startswith(op, self.pos))
         self.pos += len(op)
         stage.pending_op, stage.pending_fd = op, fd
-
-    def _read_word_piece(self, stage: _Stage, in_double_quotes: bool) -> None:
-        text, char = self.text, self.text[self.pos]
-        stage.in_word = True
-        if char == "'" and not in_double_quotes:
-            end = text.find("'", self.pos + 1)
-            if end < 0:
-                raise ShellSyntaxError("unterminated single quote")
-            stage.chars.append(text[self.pos + 1 : end])
-            stage.quoted, self.pos = True, end + 1
-        elif char == '"' and not in_double_quotes:
-            stage.quoted = True
-            self.pos += 1
-            self._read_double_quoted(stage)
-        elif char == "\\":
-            nxt = text[self.pos + 1 : self.pos + 2]
-            if nxt != "\n":  # backslash-newline joins lines
-                keep = not in_double_quotes or nxt in '"\\$`'
-                stage.chars.append(nxt if keep else "\\" + nxt)
-            self.pos += 2
-        elif char == "`":
-            self._read_backticks(stage)
-        elif char == "$":
-            self._read_dollar(stage, in_double_quotes)
-        else:
-            plain = (_PLAIN_QUOTED if in_double_quotes else _PLAIN).match(text, self.pos)
-            end = plain.end() if plain is not None else self.pos + 1
-            stage.chars.append(text[self.pos : end])
-            self.pos = end
-
-    def _read_double_quoted(self, stage: _Stage, until_end: bool = False) -> None:
-        while self.pos < len(self.text):
-            if self.text[self.pos] == '"' and not until_end:
-                self.pos += 1
-                return
-            self._read_word_piece(stage, in_double_quotes=True)
-        if not until_end:
-            raise ShellSyntaxError("unterminated double quote")
-
-    def _read_dollar(self, stage: _Stage, in_double_quotes: bool) -> None:
-        nxt = self.text[self.pos + 1 : self.pos + 2]
-        if nxt == "(":
-            if not self._read_dollar_arithmetic(stage):
-                self._read_substitution(stage)
-        elif nxt == "[":
-            self._read_dollar_bracket(stage)
-        elif nxt == "{":
-            self._read_braced(stage)
-        elif nxt == "'" and not in_double_quotes:
-            end = self._find_ansi_c_end(self.pos + 2)
-            stage.chars.append(_decode_ansi_c(self.text[self.pos + 2 : end]))
-            stage.quoted, self.pos = True, end + 1
-        elif nxt == '"' and not in_double_quotes:
-            self.pos += 1  # $"…" is a translated double-quoted string
-        else:
-            stage.chars.append("$")
-            self.pos += 1
-
-    def _read_dollar_arithmetic(self, stage: _Stage) -> bool:
-        """`$(( … ))`: True when it is arithmetic (its `<<` is a shift), read to its end."""
-        start = self.pos
-        if not self.text.startswith("$((", start):
-            return False
-        end = self._arithmetic_end(start + 3)
-        if end is None:
-            return False  # `$((cd x); ls)`: a command substitution of a subshell
-        self._read_arithmetic(stage, start + 3, end)
-        self.pos = end + 2
-        stage.chars.append(self.text[start : self.pos])
-        return True
-
-    def _read_dollar_bracket(self, stage: _Stage) -> None:
-        """`$[ … ]`, the old arithmetic form."""
-        start = self.pos
-        end = self._bracket_end(start + 2)
-        if end is None:
-            stage.chars.append("$")
-            self.pos += 1
-            return
-        self._read_arithmetic(stage, start + 2, end)
-        self.pos = end + 1
-        stage.chars.append(self.text[start : self.pos])
-
-    def _find_ansi_c_end(self, index: int) -> int:
-        body = _ANSI_C_BODY.match(self.text, index)
-        end = body.end() if body is not None else index
-        if end >= len(self.text):
-            raise ShellSyntaxError("unterminated $'")
-        return end
-
-    def _read_substitution(self, stage: _Stage) -> None:
-        """`$(…)`, `<(…)`, `>(…)`: parse the inside as commands; the word keeps the raw text."""
-        self._nest()
-        start = self.pos
-        self.pos += 2
-        self.nesting += 1
-        parts = self.parse_list(closing=True)
-        self.nesting -= 1
-        sub = _Sub(self.text[start : self.pos], parts)
-        stage.subs.append(sub)
-        stage.last_sub = sub
-        stage.chars.append(sub.raw)
-        stage.in_word = True
-
-    def _read_braced(self, stage: _Stage) -> None:
-        """`${…}`: a parameter expansion, which may itself hold substitutions."""
-        self._nest()
-        self.nesting += 1
-        start, depth = self.pos, 0
-        self.pos += 1
-        while (match := _BRACED_STOP.search(self.text, self.pos)) is not None:
-            self.pos = match.start()
-            char = self.text[self.pos]
-            if char in "{}":
-                depth += 1 if char == "{" else -1
-                self.pos += 1
-                if depth == 0:
-                    stage.chars.append(self.text[start : self.pos])
-                    self.nesting -= 1
-                    return
-            else:
-                mark = len(stage.chars)
-                self._read_word_piece(stage, in_double_quotes=True)
-                del stage.chars[mark:]
-        raise ShellSyntaxError("unterminated ${")
-
-    def _read_backticks(self, stage: _Stage) -> None:
-        self._nest()
-        text = self.text
-        body = _BACKTICK_BODY.match(text, self.pos + 1)
-        end = body.end() if body is not None else self.pos + 1
-        if end >= len(text):
-            raise ShellSyntaxError("unterminated backtick")
-        inner = _Parser(_BACKTICK_ESCAPE.sub(r"\1", text[self.pos + 1 : end]), self.nesting + 1)
-        sub = _Sub(text[self.pos : end + 1], inner.parse_list(closing=False))
-        self.functions |= inner.functions
-        stage.subs.append(sub)
-        stage.chars.append(sub.raw)
-        self.pos = end + 1
 
     def _read_heredocs(self) -> list[SimpleCommand]:
         """Read here-document bodies; an unquoted one still runs its `$( )` and backticks."""
@@ -515,17 +293,3 @@ def _command_words(words: list[str], functions: set[str]) -> list[str]:
     rest = words[index:]
     return [program_name(rest[0]), *rest[1:]] if rest else []
 
-
-def _decode_ansi_c(body: str) -> str:
-    def one(match: re.Match[str]) -> str:
-        code = match.group(1)
-        try:
-            if code[0] in "xuU":
-                return chr(int(code[1:], 16))
-            if code[0] in "01234567":
-                return chr(int(code, 8))
-        except ValueError:  # beyond U+10FFFF: bash drops it too
-            return ""
-        return _ANSI_C_SIMPLE.get(code, code)
-
-    return _ANSI_C.sub(one, body)

@@ -11,8 +11,9 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolCall
 
 from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.errors import StoreError
-from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.execution import Executor
 from bashgraph.graph.store.checkpoints import open_checkpointer
 from bashgraph.graph.store.journal import PostgresJournal, SqliteJournal, open_journal
 from bashgraph.graph.testing import ScriptedChatModel, calls_reply

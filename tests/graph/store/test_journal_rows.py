@@ -11,8 +11,9 @@ import pytest
 from langchain_core.messages import ToolCall
 
 from bashgraph.graph import AgentConfig
+from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.errors import StoreError
-from bashgraph.graph.execution import CallContext, Executor
+from bashgraph.graph.execution import Executor
 from bashgraph.graph.store.checkpoints import locate
 from bashgraph.graph.store.journal import TABLE, open_journal
 from bashgraph.tools.results import SpawnErrorKind

@@ -20,13 +20,13 @@ from typing import Any, TypeVar
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
-from proctools import cancel_once_started, gone_within, read_pids
 
 from bashgraph.graph.build import build_graph
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.testing import ScriptedChatModel, answer, call
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, arun_command
 from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
+from tests.tools.runner.proctools import cancel_once_started, gone_within, read_pids
 
 blockbuster = pytest.importorskip("blockbuster")
 

@@ -9,9 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from proctools import cancel_once_started, gone_within, marked_processes, read_pids
-
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, arun_command, run_command
+from tests.tools.runner.proctools import cancel_once_started, gone_within, marked_processes, read_pids
 
 
 def arun(command: str, **kwargs: Any) -> CommandResult:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from proctools import gone_within, kill_quietly, read_pids, running
-
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, run_command
+from tests.tools.runner.proctools import gone_within, kill_quietly, read_pids, running
 
 TIMEOUT = 0.5
 GRACE = 0.3

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proctools import gone_within, marked_processes
 
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, arun_command, run_command
 from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
+from tests.tools.runner.proctools import gone_within, marked_processes
 
 UNAVAILABLE = sandbox_available()
 if UNAVAILABLE and os.environ.get("CI"):
