@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
@@ -58,13 +58,12 @@ def to_tool_message(
 ) -> ToolMessage:
     """The model-facing answer: capped text, error status, and the (slim) result as artifact."""
     call_id = call.get("id") or ""
-    slim = replace(
-        result, stdout=clip(result.stdout, ARTIFACT_STREAM_CHARS),
-        stderr=clip(result.stderr, ARTIFACT_STREAM_CHARS),
-    )
+    artifact = result.to_dict()
+    artifact["stdout"] = clip(result.stdout, ARTIFACT_STREAM_CHARS)
+    artifact["stderr"] = clip(result.stderr, ARTIFACT_STREAM_CHARS)
     return ToolMessage(
         content=render_for_model(result, max_chars), tool_call_id=call_id, name=call["name"],
-        status=result.status, artifact=slim.to_dict(), id=tool_message_id(message_id, call_id),
+        status=result.status, artifact=artifact, id=tool_message_id(message_id, call_id),
     )
 
 

@@ -96,7 +96,8 @@ class CommandResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (enums become their string values)."""
-        data = dataclasses.asdict(self)
+        # Every field is a plain value: a shallow copy is the JSON form (asdict deep-copies).
+        data = {name: getattr(self, name) for name in _FIELD_NAMES}
         data["outcome"] = self.outcome.value
         data["spawn_error"] = self.spawn_error.value if self.spawn_error else None
         return data
@@ -104,12 +105,16 @@ class CommandResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CommandResult:
         """Inverse of `to_dict`; unknown keys are ignored so old checkpoints keep loading."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in names}
+        values = {k: v for k, v in data.items() if k in _FIELD_SET}
         values["outcome"] = Outcome(values["outcome"])
         kind = values.get("spawn_error")
         values["spawn_error"] = SpawnErrorKind(kind) if kind else None
         return cls(**values)
+
+
+#: Read on every tool result (routing parses artifacts at each step), so computed once.
+_FIELD_NAMES: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(CommandResult))
+_FIELD_SET = frozenset(_FIELD_NAMES)
 
 
 def args_error(problem: str, command: str = "") -> CommandResult:

@@ -122,8 +122,21 @@ def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
             row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
             if not (row and row["ok"]):
                 raise _busy(thread_id, _advisory_holder(conn, key))
-        # No explicit unlock: closing the connection ends the session, which releases it.
-        yield
+        try:
+            yield
+        finally:
+            _unlock(conn, key)
+
+
+def _unlock(conn: psycopg.Connection[Any], key: int) -> None:
+    """Release the lock before the connection closes. Closing alone releases it only when the
+    server has ended the session, which can be after the next worker asked for it."""
+    import psycopg  # deferred like every PostgreSQL import: loaded by now, by the connection
+
+    try:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    except psycopg.Error:
+        return  # the connection is gone: its session, and the lock with it, are ending anyway
 
 
 def _advisory_holder(conn: psycopg.Connection[Any], key: int) -> str | None:

@@ -42,6 +42,18 @@ def test_other_threads_are_not_blocked_and_release_frees_the_thread(
         pass
 
 
+def test_a_released_thread_can_be_taken_again_at_once(db_url: str, thread_prefix: str) -> None:
+    """Leaving the block releases the thread before the block returns: the next worker, even
+    on another connection a microsecond later, gets it. (Closing a PostgreSQL connection
+    releases its advisory locks only when the server gets round to ending that session.)"""
+    thread = f"{thread_prefix}-again"
+    for _ in range(300):
+        with thread_lock(db_url, thread):
+            pass
+        with thread_lock(db_url, thread):
+            pass
+
+
 def test_the_lock_dies_with_a_killed_holder(db_url: str, thread_prefix: str) -> None:
     """A worker killed by SIGKILL leaves no stale lock: the thread can be resumed at once."""
     thread = f"{thread_prefix}-k"
