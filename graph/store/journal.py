@@ -10,8 +10,9 @@ Each start row also holds the command's run marker (an environment variable ever
 starts inherits, see tools/runner/reaper.py) and this host's name: after a crash, the resume kills
 whatever of the command still runs on this host before it reports the call `interrupted`.
 
-`start` is durable before it returns (SQLite: its own connection, each statement committed,
-synchronous=FULL for the start so the WAL is fsynced; PostgreSQL: autocommit). Any failure to
+`start` is durable before it returns (SQLite: its own connection, synchronous=FULL for the commit
+of a start so the WAL is fsynced, and rows written at the same moment by several threads share
+one commit, see group_commit.py; PostgreSQL: autocommit). Any failure to
 record raises StoreError, so a command never runs unrecorded. Both classes are thread-safe
 (parallel calls run in threads).
 
@@ -42,6 +43,7 @@ from bashgraph.graph.store.checkpoints import (
     postgres_errors,
     sqlite_errors,
 )
+from bashgraph.graph.store.group_commit import GroupCommit
 from bashgraph.tools.results import CommandResult
 
 if TYPE_CHECKING:
@@ -135,6 +137,8 @@ class SqliteJournal:
                 if column not in have:
                     self._conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {column} TEXT")
             self._conn.execute(_JOBS_SCHEMA.format(real="REAL"))
+        # Starts and finishes of commands running at once share commits (graph/store/group_commit.py).
+        self._group = GroupCommit(self._conn, self._lock)
 
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
@@ -151,20 +155,17 @@ class SqliteJournal:
 
     def start(self, thread_id: str, call_id: str, attempt: int, command: str,
               marker: str | None = None) -> None:
-        with self._guard() as conn:
-            conn.execute("PRAGMA synchronous=FULL")  # this commit fsyncs the WAL
+        values = (thread_id, call_id, attempt, command, time.time(), marker, socket.gethostname())
+        with sqlite_errors(self.path):
             try:
-                conn.execute(_START, (thread_id, call_id, attempt, command, time.time(), marker,
-                                      socket.gethostname()))
+                self._group.write(_START, values, durable=True)  # fsynced before it returns
             except sqlite3.IntegrityError:
                 raise _already_started(thread_id, call_id, attempt) from None
-            finally:
-                conn.execute("PRAGMA synchronous=NORMAL")
 
     def finish(self, thread_id: str, call_id: str, attempt: int, result: CommandResult) -> None:
         payload = json.dumps(result.to_dict())
-        with self._guard() as conn:
-            conn.execute(_FINISH, (time.time(), payload, thread_id, call_id, attempt))
+        with sqlite_errors(self.path):
+            self._group.write(_FINISH, (time.time(), payload, thread_id, call_id, attempt), durable=False)
 
     def entries(self, thread_id: str) -> list[tuple[str, int, JournalEntry]]:
         """(call key, attempt, entry) of every command of `thread_id`, oldest first."""
