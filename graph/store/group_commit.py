@@ -10,9 +10,12 @@ returns at once; if not, it commits every queued row in one transaction. A row i
 written before the commit that holds it returned, so a start is still durable before its
 command runs.
 
-Each row succeeds or fails alone. A constraint error (a second start of the same call) aborts
-only that statement: SQLite keeps the rest of the transaction. Any other error rolls the whole
-group back and every writer in it gets that error: nothing of the group was written.
+Each row succeeds or fails alone where SQLite allows it: an error in one statement (a second
+start of the same call, a value too big) undoes that statement only, and SQLite keeps the rest
+of the transaction. An error that ends the transaction (a full disk, a failed commit, a closed
+connection) or an interrupt of the writer doing the commit fails every row of the group: none of
+it was written, and the transaction is rolled back. A writer returns only for a row that the
+commit is known to hold.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ class _Row:
     sql: str
     params: Sequence[Any]
     durable: bool
-    done: bool = False
+    done: bool = False  # a commit took the row (whatever came of it)
+    committed: bool = False  # ... and the row is in the database: the only way to succeed
     error: BaseException | None = None
 
 
@@ -49,7 +53,7 @@ class GroupCommit:
     def write(self, sql: str, params: Sequence[Any], *, durable: bool) -> None:
         """Execute `sql` in the next group commit; return once it is committed (and fsynced when
         `durable`). Raises the row's own sqlite3.Error (IntegrityError for a duplicate key), or
-        the group's."""
+        the group's: a row not known to be committed is never reported written."""
         row = _Row(sql, params, durable)
         with self._queue_lock:
             self._queue.append(row)
@@ -58,36 +62,63 @@ class GroupCommit:
                 self._commit_queued()
         if row.error is not None:
             raise row.error
+        if not row.committed:
+            raise sqlite3.OperationalError("the journal's commit did not complete")
 
     def _commit_queued(self) -> None:
-        with self._queue_lock:
-            group, self._queue = self._queue, []
-        durable = any(row.durable for row in group)
-        conn = self._conn
+        group: list[_Row] = []
         try:
-            if durable:
-                conn.execute("PRAGMA synchronous=FULL")  # this group's commit fsyncs the WAL
+            with self._queue_lock:
+                group, self._queue = self._queue, []
+            self._write(group)
+        except BaseException as exc:
+            # Every row of the group gets an error of its own kind; the writer that was
+            # committing raises what stopped it (an interrupt included) to its own caller.
+            shared = exc if isinstance(exc, sqlite3.Error) else sqlite3.OperationalError(
+                f"the journal's commit was cut off ({type(exc).__name__})")
+            for row in group:
+                if row.error is None:
+                    row.error = shared
+            if not isinstance(exc, sqlite3.Error):
+                raise
+        finally:
+            for row in group:
+                row.done = True
+
+    def _write(self, group: list[_Row]) -> None:
+        conn = self._conn
+        discard_unfinished(conn)
+        durable = any(row.durable for row in group)
+        if durable:
+            conn.execute("PRAGMA synchronous=FULL")  # this group's commit fsyncs the WAL
+        try:
             conn.execute("BEGIN IMMEDIATE")
             for row in group:
                 try:
                     conn.execute(row.sql, row.params)
-                except sqlite3.IntegrityError as exc:
+                except sqlite3.Error as exc:
+                    if not conn.in_transaction:  # SQLite gave up the whole transaction
+                        raise
                     row.error = exc  # this statement alone is undone; the group goes on
             conn.execute("COMMIT")
-        except BaseException as exc:  # a failed commit, or an interrupt: nothing of it is kept
-            _roll_back(conn)
-            for row in group:
-                row.error = exc
+        except BaseException:
+            discard_unfinished(conn)
+            raise
         finally:
             if durable:
                 _quietly(conn, "PRAGMA synchronous=NORMAL")
-            for row in group:
-                row.done = True
+        for row in group:
+            row.committed = row.error is None
 
 
-def _roll_back(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        _quietly(conn, "ROLLBACK")
+def discard_unfinished(conn: sqlite3.Connection) -> None:
+    """Roll back a transaction a cut-off group left open (the journal's connection commits
+    every statement by itself otherwise), so nobody reads or extends it."""
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        return  # a closed or failing connection: its next use reports why
 
 
 def _quietly(conn: sqlite3.Connection, sql: str) -> None:

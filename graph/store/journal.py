@@ -43,7 +43,7 @@ from bashgraph.graph.store.checkpoints import (
     postgres_errors,
     sqlite_errors,
 )
-from bashgraph.graph.store.group_commit import GroupCommit
+from bashgraph.graph.store.group_commit import GroupCommit, discard_unfinished
 from bashgraph.tools.results import CommandResult
 
 if TYPE_CHECKING:
@@ -143,6 +143,7 @@ class SqliteJournal:
     @contextmanager
     def _guard(self) -> Iterator[sqlite3.Connection]:
         with self._lock, sqlite_errors(self.path):
+            discard_unfinished(self._conn)  # never read a group an interrupt left half-done
             yield self._conn
 
     def lookup(self, thread_id: str, call_id: str, attempt: int) -> JournalEntry | None:

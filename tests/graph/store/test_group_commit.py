@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ WRITERS = 10
 def journal(tmp_path: Path) -> Iterator[SqliteJournal]:
     opened = SqliteJournal(str(tmp_path / "journal.sqlite"), busy_timeout_s=0.2)
     yield opened
-    opened.close()
+    opened.close()  # closing twice is harmless
 
 
 def statements(journal: SqliteJournal) -> list[str]:
@@ -36,10 +37,12 @@ def statements(journal: SqliteJournal) -> list[str]:
 
 @contextmanager
 def writers_queued_behind_a_held_connection(
-    journal: SqliteJournal, writes: Sequence[Callable[[], None]]
+    journal: SqliteJournal, writes: Sequence[Callable[[], None]],
+    before_release: Callable[[], None] | None = None,
 ) -> Iterator[list[BaseException | None]]:
     """Start one thread per write while the connection is held, so every write is queued
-    before any commit runs; the block's end lets them go and waits for all of them."""
+    before any commit runs (`before_release` runs then); the block's end lets them go and waits
+    for all of them."""
     outcomes: list[BaseException | None] = [None] * len(writes)
 
     def write(index: int) -> None:
@@ -56,6 +59,8 @@ def writers_queued_behind_a_held_connection(
         while len(journal._group._queue) < len(writes):
             assert time.monotonic() < deadline, "the writers never queued their rows"
             time.sleep(0.001)
+        if before_release is not None:
+            before_release()
     for thread in threads:
         thread.join(timeout=10)
     yield outcomes
@@ -111,3 +116,89 @@ def test_a_commit_that_fails_fails_every_row_of_its_group(journal: SqliteJournal
     assert journal.entries("t") == []
     journal.start("t", "call-0", 0, "echo 0")  # the connection is usable again
     assert [call for call, _, _ in journal.entries("t")] == ["call-0"]
+
+
+class _FailingCommit:
+    """The journal's connection, with its COMMIT replaced by `failure` (a full disk, an interrupt)."""
+
+    def __init__(self, conn: sqlite3.Connection, failure: BaseException) -> None:
+        self._conn = conn
+        self._failure = failure
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            raise self._failure
+        return self._conn.execute(sql, *args)
+
+
+@contextmanager
+def commits_failing_with(journal: SqliteJournal, failure: BaseException) -> Iterator[None]:
+    real = journal._group._conn
+    journal._group._conn = _FailingCommit(real, failure)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        journal._group._conn = real
+
+
+def assert_nothing_written_and_usable(journal: SqliteJournal, tmp_path: Path) -> None:
+    """No row of the group reached the file, no transaction is left open, commits no longer
+    fsync, and the journal writes again."""
+    other = sqlite3.connect(tmp_path / "journal.sqlite")
+    try:
+        assert other.execute("SELECT count(*) FROM bashgraph_journal").fetchone() == (0,)
+    finally:
+        other.close()
+    assert not journal._conn.in_transaction
+    assert journal._conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    journal.start("t", "after", 0, "true")
+    assert [call for call, _, _ in journal.entries("t")] == ["after"]
+
+
+def test_a_failed_commit_is_rolled_back_and_fails_every_row(journal: SqliteJournal, tmp_path: Path) -> None:
+    starts = [partial(journal.start, "t", f"call-{i}", 0, f"echo {i}") for i in range(WRITERS)]
+    with commits_failing_with(journal, sqlite3.OperationalError("disk I/O error")), \
+            writers_queued_behind_a_held_connection(journal, starts) as outcomes:
+        pass
+    assert all(isinstance(outcome, StoreError) and "disk I/O error" in str(outcome) for outcome in outcomes)
+    assert_nothing_written_and_usable(journal, tmp_path)
+
+
+def test_an_interrupted_commit_reports_no_row_written(journal: SqliteJournal, tmp_path: Path) -> None:
+    """The writer doing the commit gets the interrupt; every other writer an error, never a
+    success: their commands must not run unrecorded."""
+    starts = [partial(journal.start, "t", f"call-{i}", 0, f"echo {i}") for i in range(WRITERS)]
+    with commits_failing_with(journal, KeyboardInterrupt()), \
+            writers_queued_behind_a_held_connection(journal, starts) as outcomes:
+        pass
+    assert sum(isinstance(outcome, KeyboardInterrupt) for outcome in outcomes) == 1
+    others = [outcome for outcome in outcomes if not isinstance(outcome, KeyboardInterrupt)]
+    assert all(isinstance(outcome, StoreError) and "cut off" in str(outcome) for outcome in others)
+    assert_nothing_written_and_usable(journal, tmp_path)
+
+
+def test_a_closed_connection_reports_no_row_written(journal: SqliteJournal) -> None:
+    starts = [partial(journal.start, "t", f"call-{i}", 0, f"echo {i}") for i in range(WRITERS)]
+    with writers_queued_behind_a_held_connection(journal, starts, before_release=journal._conn.close) as outcomes:
+        pass
+    assert all(isinstance(outcome, StoreError) and "closed" in str(outcome) for outcome in outcomes)
+
+
+def test_a_row_too_big_fails_alone_in_its_group(journal: SqliteJournal) -> None:
+    for i in range(WRITERS):
+        journal.start("t", f"call-{i}", 0, "true")
+    journal._conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2_000)
+    small = CommandResult(Outcome.OK, "true", exit_code=0)
+    big = CommandResult(Outcome.OK, "true", exit_code=0, stdout="x" * 5_000)
+    finishes = [partial(journal.finish, "t", f"call-{i}", 0, big if i == 0 else small) for i in range(WRITERS)]
+    with writers_queued_behind_a_held_connection(journal, finishes) as outcomes:
+        pass
+    assert isinstance(outcomes[0], StoreError)
+    assert "too big" in str(outcomes[0])
+    assert outcomes[1:] == [None] * (WRITERS - 1)
+    results = {call: entry.result for call, _, entry in journal.entries("t")}
+    assert results["call-0"] is None
+    assert all(results[f"call-{i}"] == small for i in range(1, WRITERS))
