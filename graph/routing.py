@@ -9,7 +9,6 @@ refusal) is read from `CommandResult`, which reads the taxonomy in `bashgraph.to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -286,13 +285,3 @@ def parse_answer(answer: Any) -> tuple[str, str]:
 
 def _finish(status: RunStatus, reason: str) -> EscalateDecision:
     return EscalateDecision(END, {"status": status, "reason": reason})
-
-
-def labelled(edge: Callable[[AgentState], str], labels: Mapping[str, str]) -> Callable[[AgentState], str]:
-    """`edge` answering with the label of its target, so a drawing can name each branch."""
-
-    def choose(state: AgentState) -> str:
-        return labels[edge(state)]
-
-    choose.__name__ = edge.__name__
-    return choose
