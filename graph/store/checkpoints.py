@@ -293,5 +293,20 @@ def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
         if not message.id:
             seed = f"{anchor}:{index}:{message.type}:{message.content!r}"
             messages[index] = message.model_copy(update={"id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed))})
+    if _only_new(state, messages):
+        return [*state, *cast("list[AnyMessage]", messages)]  # add_messages' result, without its work
     merged = add_messages(cast(Any, state), cast(Any, messages))
     return cast("list[AnyMessage]", merged)
+
+
+def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
+    """True when every message of the write is a whole message (no chunk, no removal) whose id
+    is new: add_messages would append them unchanged, in order (every stored message has an id)."""
+    from langchain_core.messages import BaseMessageChunk, RemoveMessage
+
+    ids = {message.id for message in messages}
+    if len(ids) != len(messages):
+        return False
+    if any(isinstance(message, (BaseMessageChunk, RemoveMessage)) for message in messages):
+        return False
+    return not any(message.id in ids for message in state)

@@ -8,7 +8,7 @@ from typing import Any, cast, get_type_hints
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 
@@ -55,6 +55,17 @@ def test_with_ids_it_is_exactly_add_messages_applied_write_by_write(batches: lis
     """Parity: when every message has an id, the result is add_messages folded over the writes."""
     expected: list[Any] = reduce(cast(Any, add_messages), copy.deepcopy(batches), [])
     assert _dump(merge_message_batches([], batches)) == _dump(expected)
+
+
+def test_a_streamed_chunk_is_stored_as_the_whole_message_add_messages_makes_of_it() -> None:
+    """A write of new messages is appended as it is, except a chunk (or a removal), which goes
+    through add_messages like any write that is not only new whole messages."""
+    chunk = AIMessageChunk(content="partial answer", id="chunk")
+    state = merge_message_batches([], [[HumanMessage("task", id="h")], [chunk]])
+    expected = cast(Any, add_messages)(
+        [HumanMessage("task", id="h")], [AIMessageChunk(content="partial answer", id="chunk")])
+    assert _dump(state) == _dump(cast(Any, expected))
+    assert type(state[-1]) is AIMessage
 
 
 def test_a_retried_answer_replaces_the_first_in_place() -> None:
