@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -20,7 +21,18 @@ from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.deferred import DeferredChatModel
 from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes
-from bashgraph.graph.routing import AGENT_EDGES, ESCALATE_EDGES, ROUTE_EDGES, TOOLS_EDGES
+from bashgraph.graph.routing import (
+    AGENT_EDGES,
+    ESCALATE_EDGES,
+    ROUTE_EDGES,
+    TOOLS_EDGES,
+    AgentEdgeView,
+    HopView,
+    labelled,
+    next_after_agent,
+    next_after_route,
+    next_after_tools,
+)
 from bashgraph.graph.state import AgentInput, AgentState, PublicState
 from bashgraph.tools.bash_tool import make_bash_tool
 from bashgraph.tools.job_tools import make_job_tools
@@ -55,18 +67,22 @@ def build_graph(
     # Callers see AgentInput and PublicState (Studio's input form, `invoke`'s result); the nodes
     # read and write all of AgentState, the bookkeeping included.
     builder: Builder = StateGraph(AgentState, input_schema=AgentInput, output_schema=PublicState)
-    # `agent`, `tools` and `route` name their next node themselves (graph/routing.py decides);
-    # `destinations` draws each possible edge, labelled with the outcomes that take it.
-    builder.add_node("agent", dual_node(loop.agent, loop.aagent, "agent"), destinations=AGENT_EDGES)
+    builder.add_node("agent", dual_node(loop.agent, loop.aagent, "agent"))
     builder.add_node("approve", ApprovalNode(config, checker))
-    builder.add_node("tools", dual_node(loop.tools, loop.atools, "tools"), destinations=TOOLS_EDGES)
-    builder.add_node("route", loop.route, destinations=ROUTE_EDGES)
+    builder.add_node("tools", dual_node(loop.tools, loop.atools, "tools"))
+    builder.add_node("route", loop.route)
     builder.add_node("retry", dual_node(recovery.retry, recovery.aretry, "retry"))
     builder.add_node("replan", recovery.replan)
     builder.add_node("escalate", recovery.escalate, destinations=ESCALATE_EDGES)
     builder.add_edge(START, "agent")
+    # Each routed edge answers with its label (the outcome that takes it), so drawings name them.
+    after_agent = functools.partial(next_after_agent, checker=checker)
+    after_agent.__name__ = "next_after_agent"  # type: ignore[attr-defined]
+    _add_labelled_edges(builder, "agent", after_agent, AGENT_EDGES, AgentEdgeView)
     builder.add_edge("approve", "tools")
+    _add_labelled_edges(builder, "tools", next_after_tools, TOOLS_EDGES, HopView)
     builder.add_edge("retry", "route")
+    _add_labelled_edges(builder, "route", next_after_route, ROUTE_EDGES, HopView)
     builder.add_edge("replan", "agent")
     return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
 
@@ -85,6 +101,32 @@ def dual_node(
     except ImportError:  # moved in another LangGraph version
         return RunnableLambda(func, afunc=afunc, name=name)
     return cast(Runnable[Any, Any], RunnableCallable(func, afunc, name=name, trace=trace))
+
+
+def _add_labelled_edges(
+    builder: Builder, source: str, edge: Callable[[Any], str], labels: dict[str, str], view: type[Any]
+) -> None:
+    """Conditional edges out of `source`, each drawn with the label of the outcomes taking it;
+    the router's input is `view`, the only channels LangGraph copies for it."""
+    router = inline_router(labelled(edge, labels, view))
+    builder.add_conditional_edges(source, router, {label: target for target, label in labels.items()})
+
+
+def inline_router(choose: Callable[[Any], str]) -> Runnable[Any, Any]:
+    """`choose` run where it is called, on the sync and the async path alike, as part of the run
+    of the node it follows.
+
+    Given a plain function, LangGraph runs a router in a worker thread on the async path and
+    opens a traced run for each decision: two thread hops and two runs per model step, for a
+    pure function of a few fields. The decision is visible all the same: in the node's writes
+    (`next_hop`), in the next node, and in the drawing's labelled edges.
+    """
+
+    async def achoose(state: Any) -> str:
+        return choose(state)
+
+    achoose.__annotations__ = choose.__annotations__  # LangGraph reads the input type from it
+    return dual_node(choose, achoose, choose.__name__)
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:

@@ -38,8 +38,8 @@ def ascii_legend(picture: Graph) -> str:
 
 
 def to_dot(picture: Graph) -> str:
-    """Graphviz source: solid edges always taken, dashed ones chosen by the node they leave and
-    labelled with the outcome that takes them."""
+    """Graphviz source: solid edges always taken, dashed ones chosen by a router and labelled
+    with the outcome that takes them."""
     lines = [
         "digraph bashgraph {", "  rankdir=TB;", '  node [shape=box, style=rounded, fontname="Helvetica"];',
         '  edge [fontname="Helvetica", fontsize=10];',

@@ -1,6 +1,5 @@
 """The main loop's nodes: `agent` (model call), `tools` (run a batch of calls), `route`
-(error routing: only a batch with a failure goes there). Each returns a `Command` naming its next
-node, decided by graph/routing.py on the state with the node's update applied.
+(error routing: only a batch with a failure goes there).
 
 Each node has a sync and an async form sharing every line but the blocking call, so one compiled
 graph serves invoke, stream, ainvoke and astream.
@@ -12,28 +11,20 @@ import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
-from langgraph.types import Command, StreamWriter
+from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply
-from bashgraph.graph.routing import (
-    after_clean_batch,
-    batch_is_clean,
-    decide_after_tools,
-    next_after_agent,
-    next_after_route,
-    next_after_tools,
-    routing_view,
-)
+from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
@@ -94,15 +85,15 @@ class LoopNodes:
         self.checker = checker
 
     # -- agent ------------------------------------------------------------------------------
-    def agent(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+    def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         self.executor.jobs.recover(thread_of(config))  # jobs a dead worker left (graph/jobs.py)
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
         update = fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
-        return self._after_agent(state, end_jobs_if_final(self.executor, update, config))
+        return end_jobs_if_final(self.executor, update, config)
 
-    async def aagent(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+    async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         thread = thread_of(config)
         if self.executor.jobs.needs_recovery(thread):
             await in_thread(asyncio.get_running_loop(), functools.partial(self.executor.jobs.recover, thread))
@@ -113,10 +104,7 @@ class LoopNodes:
             update = fresh | limit
         else:
             update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
-        return self._after_agent(state, await aend_jobs_if_final(self.executor, update, config))
-
-    def _after_agent(self, state: AgentState, update: dict[str, Any]) -> Command[str]:
-        return Command(update=update, goto=next_after_agent(updated(state, update), self.checker))
+        return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
         return [SystemMessage(self.config.system_prompt), *state.get("messages", [])]
@@ -141,7 +129,7 @@ class LoopNodes:
         return update
 
     # -- tools ------------------------------------------------------------------------------
-    def tools(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+    def tools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
         cwd, emit = state.get("cwd"), get_stream_writer()
         if len(calls) <= 1:
@@ -153,7 +141,7 @@ class LoopNodes:
                 results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit), calls))
         return self._batch_update(state, calls, results, ctx, cwd)
 
-    async def atools(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+    async def atools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
@@ -189,20 +177,18 @@ class LoopNodes:
     def _batch_update(
         self, state: AgentState, calls: Sequence[ToolCall], results: list[CommandResult],
         ctx: CallContext, cwd: str | None,
-    ) -> Command[str]:
+    ) -> dict[str, Any]:
         update: dict[str, Any] = {
             "messages": tool_messages(calls, results, self.config.max_output_chars, ctx),
             "cwd": next_cwd(results, cwd),
         }
         if all(result.ok for result in results) and batch_is_clean(state):
             # Nothing to route: the model reads the results next (two supersteps per step).
-            update |= after_clean_batch(state)
-        else:
-            update["next_hop"] = "route"
-        return Command(update=update, goto=next_after_tools(updated(state, update)))
+            return update | after_clean_batch(state)
+        return update | {"next_hop": "route"}
 
     # -- route ------------------------------------------------------------------------------
-    def route(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+    def route(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         messages = state.get("messages", [])
         reply = last_ai_message(messages)
         reply_id = (reply.id or "") if reply is not None else ""
@@ -213,8 +199,7 @@ class LoopNodes:
             "status": decision.status, "reason": decision.reason, "routed_reply": reply_id,
             "route_base": base,
         }
-        update = end_jobs_if_final(self.executor, update, config)
-        return Command(update=update, goto=next_after_route(updated(state, update)))
+        return end_jobs_if_final(self.executor, update, config)
 
 
 def end_jobs_if_final(executor: Executor, update: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -236,16 +221,6 @@ async def aend_jobs_if_final(
         for event in await in_thread(asyncio.get_running_loop(), stop):
             emit(event)
     return update
-
-
-def updated(state: AgentState, update: dict[str, Any]) -> AgentState:
-    """`state` with a node's `update` applied, as the node's outgoing edge reads it. Each node
-    names its next node itself (a `Command`), as a router would on the state after its writes:
-    LangGraph would otherwise rebuild the whole state for each router (a share of every step)."""
-    view = cast(AgentState, {**state, **update})
-    if "messages" in update:
-        view["messages"] = [*state.get("messages", []), *update["messages"]]
-    return view
 
 
 def tool_messages(

@@ -9,19 +9,25 @@ refusal) is read from `CommandResult`, which reads the taxonomy in `bashgraph.to
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+# Not typing.TypedDict: on Python < 3.12 pydantic refuses it (see graph/state.py).
+from typing_extensions import TypedDict
+
 from bashgraph.graph import prompts
-from bashgraph.graph.checks import Checker
+from bashgraph.graph.checks import Checker, PolicyChecks
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.state import (
     FINAL_STATUSES,
     AgentState,
     Failure,
     Hop,
+    Messages,
+    NextHop,
     RunStatus,
     last_ai_message,
 )
@@ -166,8 +172,24 @@ ROUTE_EDGES: Final = {
 ESCALATE_EDGES: Final = {"retry": "answer: retry", "agent": "skip / hint / model told", END: "abort / stop"}
 
 
+class AgentEdgeView(TypedDict, total=False):
+    """What the edge after `agent` reads. LangGraph builds a router's input from the channels its
+    input type names, so it copies these few for each decision instead of the whole state."""
+
+    messages: Messages
+    status: RunStatus
+    cwd: str | None
+    policy_checks: PolicyChecks | None
+
+
+class HopView(TypedDict, total=False):
+    """What the edges after `tools` and `route` read: the hop the node decided."""
+
+    next_hop: NextHop
+
+
 def next_after_agent(
-    state: AgentState, checker: Checker | None = None
+    state: AgentEdgeView, checker: Checker | None = None
 ) -> Literal["approve", "tools", "__end__"]:
     """After the model: stop (answer or final status), or run its calls — through `approve`
     unless the policy allows every one of them (a superstep and a checkpoint saved per step).
@@ -217,12 +239,12 @@ def after_clean_batch(state: AgentState) -> dict[str, Any]:
     return {**changed, "next_hop": "agent"}
 
 
-def next_after_tools(state: AgentState) -> Literal["agent", "route"]:
+def next_after_tools(state: HopView) -> Literal["agent", "route"]:
     """After `tools`: a clean batch goes straight back to the model; any failure is routed."""
     return "agent" if state.get("next_hop") == "agent" else "route"
 
 
-def next_after_route(state: AgentState) -> Literal["agent", "replan", "retry", "escalate", "__end__"]:
+def next_after_route(state: HopView) -> Literal["agent", "replan", "retry", "escalate", "__end__"]:
     """After `route`: follow the hop it decided (kept in state so resumes take the same edge)."""
     hop = state.get("next_hop")
     if hop is None or hop == "route":
@@ -285,3 +307,15 @@ def parse_answer(answer: Any) -> tuple[str, str]:
 
 def _finish(status: RunStatus, reason: str) -> EscalateDecision:
     return EscalateDecision(END, {"status": status, "reason": reason})
+
+
+def labelled(edge: Callable[[Any], str], labels: Mapping[str, str], view: type[Any]) -> Callable[[Any], str]:
+    """`edge` answering with the label of its target, so a drawing can name each branch; its
+    input type is `view`, the channels the edge reads."""
+
+    def choose(state: Any) -> str:
+        return labels[edge(state)]
+
+    choose.__name__ = edge.__name__
+    choose.__annotations__ = {"state": view, "return": str}
+    return choose

@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage, ToolMessage, convert_to_messag
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import StateSnapshot
 
 from bashgraph.graph.errors import BashgraphError, ConfigError
 from bashgraph.graph.store.checkpoint_rows import (
@@ -30,10 +30,17 @@ from bashgraph.tools.results import CommandResult, clip
 __all__ = [
     "CheckpointRow", "ThreadInfo", "ahistory", "fork", "history", "list_threads", "outcome_text", "thread_config",
 ]
-#: The next steps a fork can start at: every node of the loop, or none (a finished thread).
-_FORKABLE_NEXT: frozenset[tuple[str, ...]] = frozenset(
-    {("agent",), ("approve",), ("tools",), ("route",), ("retry",), ("replan",), ("escalate",), ()}
-)
+#: The node to update a fork "as", so that the graph's own edges pick the source's next node.
+_WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
+    ("agent",): "replan",  # replan -> agent is unconditional
+    ("approve",): "agent",  # next_after_agent: the last reply has tool calls
+    ("tools",): "approve",  # approve -> tools is unconditional (whether or not it was skipped)
+    ("route",): "tools",
+    ("retry",): "route",  # next_after_route follows the `next_hop` copied with the values
+    ("replan",): "route",
+    ("escalate",): "route",
+    (): "agent",  # a finished thread: its final status makes next_after_agent end it
+}
 
 
 def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
@@ -196,13 +203,13 @@ def fork(
     return new_thread_id
 
 
-def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any] | Command[str], str]:
+def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any], str]:
     """The values to write into the fork, and the node to write them as."""
     if tuple(source.next) == ("__start__",):
         # The very first checkpoint: the run's input has not been applied yet; replay it.
         start = next(task for task in source.tasks if task.name == "__start__")
         return dict(start.result or {}), "__input__"
-    if tuple(source.next) not in _FORKABLE_NEXT:
+    writer = _WRITER_OF_NEXT.get(tuple(source.next))
+    if writer is None:
         raise ConfigError(f"cannot fork a checkpoint whose next step is {source.next}")
-    # Written as `agent`, which names its next node itself (graph/nodes.py): here, the source's.
-    return Command(update=dict(source.values), goto=list(source.next)), "agent"
+    return dict(source.values), writer

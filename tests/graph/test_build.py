@@ -1,12 +1,12 @@
-"""How the compiled graph routes: each node of the loop names its next node itself (a `Command`),
-so a routing decision costs no thread, no traced run and no rebuilt state, on the sync and the
-async path alike."""
+"""How the compiled graph runs its routers: on the event loop (no thread per routing decision),
+inside the run of the node they follow (no traced run of their own), reading only the channels
+they need, on the sync and the async path alike."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -57,7 +57,7 @@ def test_routers_run_on_the_event_loop(tmp_path: Path) -> None:
 
 def test_routing_opens_no_run_of_its_own_on_either_path(tmp_path: Path) -> None:
     """The traced runs are the nodes' (and the model's), the same with `invoke` and `ainvoke`;
-    the decisions are made inside the nodes, so no router run appears."""
+    a routing decision adds none."""
     sync, async_ = ChainNames(), ChainNames()
     agent_for(tmp_path).invoke({"messages": [HumanMessage("task")]}, {"callbacks": [sync]})
     asyncio.run(agent_for(tmp_path).ainvoke({"messages": [HumanMessage("task")]}, {"callbacks": [async_]}))
@@ -65,3 +65,37 @@ def test_routing_opens_no_run_of_its_own_on_either_path(tmp_path: Path) -> None:
     assert sync.names.count("agent") == 3
     assert sync.names.count("tools") == 2
     assert not set(sync.names) & ROUTERS
+
+
+def test_each_router_reads_only_the_channels_it_needs(tmp_path: Path) -> None:
+    """LangGraph builds a router's input from the channels its input type names: not the whole
+    state, whose conversation grows with every step."""
+    branches = agent_for(tmp_path).builder.branches
+    read = {source: set(get_type_hints(spec.input_schema)) for source, specs in branches.items()
+            for spec in specs.values() if spec.input_schema is not None}
+    assert read == {
+        "agent": {"messages", "status", "cwd", "policy_checks"},
+        "tools": {"next_hop"},
+        "route": {"next_hop"},
+    }
+
+
+def test_an_edited_reply_is_routed_again(tmp_path: Path) -> None:
+    """Paused at approve, the reply edited through `update_state` to a command the rules allow:
+    the edge after `agent` decides again, and the run goes on to `tools` without asking."""
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from bashgraph.graph.testing import call
+
+    model = ScriptedChatModel([calls_reply("echo hi"), answer("done")])
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), rules=("ask:echo *",)),
+                        checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("task")]}, config)
+    paused = agent.get_state(config)
+    assert paused.next == ("approve",)
+    reply = [m for m in paused.values["messages"] if isinstance(m, AIMessage)][-1]
+    edited = AIMessage("", id=reply.id, tool_calls=[call("true", id=reply.tool_calls[0]["id"])])
+    agent.update_state(config, {"messages": [edited]})
+    assert agent.get_state(config).next == ("tools",)

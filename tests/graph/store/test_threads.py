@@ -263,26 +263,20 @@ def test_a_finished_thread_can_be_run_again_and_its_end_forked(
     assert [m.content for m in copied.values["messages"]] == ["first", "one", "second", "two"]
 
 
-def test_a_fork_continues_where_its_source_stopped_under_the_rules_of_its_process(
+def test_a_fork_that_would_land_elsewhere_is_refused_and_leaves_no_thread(
     db_url: str, thread_prefix: str, tmp_path: Path
 ) -> None:
-    """Paused at approve under an ask rule, forked by a process without that rule: the fork
-    starts at approve too, and approve checks the call again under the rules it runs with."""
-    from bashgraph.graph import AgentConfig, open_session
+    """Paused at approve under an ask rule, forked by a process without that rule: refused whole."""
+    from bashgraph.graph import AgentConfig, BashgraphError, open_session
     from bashgraph.graph.testing import ScriptedChatModel
 
-    thread, copy = f"{thread_prefix}-ask", f"{thread_prefix}-copy"
+    thread = f"{thread_prefix}-ask"
     asking = AgentConfig(workdir=str(tmp_path), rules=("ask:echo *",))
     with open_session(db_url, model=ScriptedChatModel([calls_reply("echo hi")]), config=asking) as session:
         drain(session, task("t"), thread)
         paused = session.history(thread)[0]
     assert paused.next == ("approve",)
-    with open_session(db_url, model=ScriptedChatModel([answer("done")]),
-                      config=AgentConfig(workdir=str(tmp_path))) as session:
-        session.fork(thread, paused.checkpoint_id, copy)
-        assert session.state(copy).next == ("approve",)
-        drain(session, None, copy)  # no question: nothing asks under these rules
-        finished = session.state(copy)
-    assert (finished.next, finished.values["status"]) == ((), "done")
-    results = [m for m in finished.values["messages"] if isinstance(m, ToolMessage)]
-    assert [(m.artifact["outcome"], m.artifact["stdout"]) for m in results] == [("ok", "hi\n")]
+    with open_session(db_url, model=ScriptedChatModel([]), config=AgentConfig(workdir=str(tmp_path))) as session:
+        with pytest.raises(BashgraphError, match="nothing was created"):
+            session.fork(thread, paused.checkpoint_id, f"{thread_prefix}-stray")
+        assert f"{thread_prefix}-stray" not in [t.thread_id for t in session.threads()]
