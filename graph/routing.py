@@ -174,7 +174,10 @@ ESCALATE_EDGES: Final = {"retry": "answer: retry", "agent": "skip / hint / model
 
 class AgentEdgeView(TypedDict, total=False):
     """What the edge after `agent` reads. LangGraph builds a router's input from the channels its
-    input type names, so it copies these few for each decision instead of the whole state."""
+    input type names, so it copies these few for each decision instead of the whole state.
+
+    A router sees no other key: one that starts reading another field must add it to its view
+    (tests/graph/test_build.py lists each view's keys)."""
 
     messages: Messages
     status: RunStatus

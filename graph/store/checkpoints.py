@@ -301,7 +301,8 @@ def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
 
 def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
     """True when every message of the write is a whole message (no chunk, no removal) whose id
-    is new: add_messages would append them unchanged, in order (every stored message has an id)."""
+    is new, and the stored ones are whole messages with ids (as this reducer and add_messages
+    always store them): add_messages would then append the write unchanged, in order."""
     from langchain_core.messages import BaseMessageChunk, RemoveMessage
 
     ids = {message.id for message in messages}
@@ -309,4 +310,5 @@ def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
         return False
     if any(isinstance(message, (BaseMessageChunk, RemoveMessage)) for message in messages):
         return False
-    return not any(message.id in ids for message in state)
+    return not any(message.id is None or message.id in ids or isinstance(message, BaseMessageChunk)
+                   for message in state)
