@@ -62,8 +62,19 @@ class WordReader(ABC):
 
         Like bash: the parenthesis that closes the second `(` must be followed by `)`.
         """
+        close = self._unmatched_close(start, _ARITH_STOP, "(")
+        return close if close is not None and self.text.startswith("))", close) else None
+
+    def _bracket_end(self, start: int) -> int | None:
+        """Where `$[` starting at `start` closes with `]`."""
+        return self._unmatched_close(start, _BRACKET_STOP, "[")
+
+    def _unmatched_close(self, start: int, stops: re.Pattern[str], opener: str) -> int | None:
+        """The first closing bracket from `start` with no opener before it (quoted and escaped
+        text skipped), or None; `stops` finds backslashes, quotes and the two brackets. One pass,
+        charged to the scan budget."""
         depth, index, text = 0, start, self.text
-        while (match := _ARITH_STOP.search(text, index)) is not None:
+        while (match := stops.search(text, index)) is not None:
             index = match.start()
             char = text[index]
             if char == "\\":
@@ -74,28 +85,7 @@ class WordReader(ABC):
             elif char == '"':
                 quoted = _DOUBLE_QUOTED.match(text, index)
                 index = len(text) if quoted is None else quoted.end()
-            elif char == "(":
-                depth, index = depth + 1, index + 1
-            elif depth:
-                depth, index = depth - 1, index + 1
-            else:
-                self._spend(index - start)
-                return index if text.startswith("))", index) else None
-        self._spend(len(text) - start)
-        return None
-
-    def _bracket_end(self, start: int) -> int | None:
-        """Where `$[` starting at `start` closes with `]`."""
-        depth, index, text = 0, start, self.text
-        while (match := _BRACKET_STOP.search(text, index)) is not None:
-            index = match.start()
-            char = text[index]
-            if char == "\\":
-                index += 2
-            elif char in "'\"":
-                close = text.find(char, index + 1)
-                index = len(text) if close < 0 else close + 1
-            elif char == "[":
+            elif char == opener:
                 depth, index = depth + 1, index + 1
             elif depth:
                 depth, index = depth - 1, index + 1
