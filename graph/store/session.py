@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -52,6 +53,7 @@ from bashgraph.graph.store.threads import (
     CheckpointRow,
     ThreadInfo,
     ahistory,
+    alist_threads,
     fork,
     history,
     list_threads,
@@ -208,6 +210,19 @@ class AsyncSession(_SessionParts):
         """The checkpoints of a thread, newest first."""
         with read_errors(self.location):
             return await ahistory(self.agent, thread_id)
+
+    async def athreads(self) -> list[ThreadInfo]:
+        """Every thread in the database, most recently updated first."""
+        with read_errors(self.location):
+            return await alist_threads(self.saver)
+
+    async def afork(self, thread_id: str, checkpoint_id: str, new_thread_id: str | None = None) -> str:
+        """A new thread continuing from `checkpoint_id` of `thread_id`; returns its id."""
+        copy = functools.partial(fork, self.agent, thread_id, checkpoint_id, new_thread_id)
+        with read_errors(self.location):
+            # LangGraph's sync state calls, in a worker thread: the async saver hands each of
+            # them to this loop, which is free meanwhile (a fork is a few reads and one write).
+            return await in_thread(asyncio.get_running_loop(), copy)
 
     async def _aclose(self) -> None:
         loop = asyncio.get_running_loop()

@@ -50,35 +50,68 @@ def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableC
     return {"configurable": configurable}
 
 
+#: (thread id, id of its first checkpoint) of every thread, straight from LangGraph's tables.
+_THREAD_IDS = (
+    "SELECT thread_id, MIN(checkpoint_id) AS first_id FROM checkpoints "
+    "WHERE checkpoint_ns = '' GROUP BY thread_id"
+)
+
+
 # -- threads --------------------------------------------------------------------------------
 def list_threads(saver: BaseCheckpointSaver[Any]) -> list[ThreadInfo]:
     """Every thread in the database, most recently updated first."""
-    infos = []
-    for thread_id, first_id in thread_ids(saver):
-        latest = saver.get_tuple(thread_config(thread_id))
-        first = saver.get_tuple(thread_config(thread_id, first_id))
-        if latest is not None:
-            infos.append(_thread_info(thread_id, latest, first))
+    return _newest_first(
+        (thread_id, saver.get_tuple(thread_config(thread_id)),
+         saver.get_tuple(thread_config(thread_id, first_id)))
+        for thread_id, first_id in thread_ids(saver)
+    )
+
+
+async def alist_threads(saver: BaseCheckpointSaver[Any]) -> list[ThreadInfo]:
+    """`list_threads` for an async saver (AsyncSqliteSaver, AsyncPostgresSaver), on its loop."""
+    found = []
+    for thread_id, first_id in await athread_ids(saver):
+        latest = await saver.aget_tuple(thread_config(thread_id))
+        found.append((thread_id, latest, await saver.aget_tuple(thread_config(thread_id, first_id))))
+    return _newest_first(found)
+
+
+def _newest_first(
+    found: Iterable[tuple[str, CheckpointTuple | None, CheckpointTuple | None]],
+) -> list[ThreadInfo]:
+    infos = [_thread_info(thread_id, latest, first) for thread_id, latest, first in found if latest is not None]
     return sorted(infos, key=lambda info: info.updated_at, reverse=True)
 
 
 def thread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
     """(thread id, id of its first checkpoint) for every thread, straight from the tables."""
-    query = (
-        "SELECT thread_id, MIN(checkpoint_id) AS first_id FROM checkpoints "
-        "WHERE checkpoint_ns = '' GROUP BY thread_id"
-    )
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     if isinstance(saver, SqliteSaver):
         with saver.cursor(transaction=False) as cur:
-            return [(str(t), str(f)) for t, f in cur.execute(query).fetchall()]
+            return [(str(t), str(f)) for t, f in cur.execute(_THREAD_IDS).fetchall()]
     if isinstance(saver, PostgresSaver):
         with saver._cursor() as pg:  # the saver's own connection and lock
-            rows = pg.execute(query).fetchall()
+            rows = pg.execute(_THREAD_IDS).fetchall()
         return [(str(row["thread_id"]), str(row["first_id"])) for row in rows]
     return _thread_ids_by_listing(saver.list(None))
+
+
+async def athread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
+    """`thread_ids` for an async saver: the same query, on its own connection and lock."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    if isinstance(saver, AsyncSqliteSaver):
+        async with saver.lock, saver.conn.execute(_THREAD_IDS) as cur:
+            return [(str(t), str(f)) for t, f in await cur.fetchall()]
+    if isinstance(saver, AsyncPostgresSaver):
+        async with saver._cursor() as pg:  # the saver's own connection and lock
+            await pg.execute(_THREAD_IDS)
+            rows = await pg.fetchall()
+        return [(str(row["thread_id"]), str(row["first_id"])) for row in rows]
+    return _thread_ids_by_listing([item async for item in saver.alist(None)])
 
 
 def _thread_ids_by_listing(tuples: Iterable[CheckpointTuple]) -> list[tuple[str, str]]:

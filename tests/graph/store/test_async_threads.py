@@ -1,0 +1,96 @@
+"""`AsyncSession.athreads` and `afork` answer as `Session.threads` and `fork` do, on the async
+savers (AsyncSqliteSaver, AsyncPostgresSaver). Real bash, real SQLite files and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from bashgraph.graph import AgentConfig, AsyncSession, aopen_session
+from bashgraph.graph.errors import ConfigError
+from bashgraph.graph.store.session import open_session
+from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
+
+
+async def drain(session: AsyncSession, inputs: Any, thread: str) -> None:
+    async for _ in session.arun(inputs, thread):
+        pass
+
+
+def task(text: str) -> dict[str, Any]:
+    return {"messages": [HumanMessage(text)]}
+
+
+def timed_out() -> AIMessage:
+    """A reply whose command times out: an environment fault that asks a person."""
+    return AIMessage(content="", tool_calls=[call("sleep 5", timeout=0.2)])
+
+
+def test_athreads_lists_what_threads_lists(db_url: str, thread_prefix: str, tmp_path: Path) -> None:
+    """A finished thread shows "done", one waiting for an answer "paused", each with its task,
+    newest first: the same rows the sync session reads from the same database."""
+    done, paused = f"{thread_prefix}-done", f"{thread_prefix}-paused"
+    config = AgentConfig(workdir=str(tmp_path))
+    model = ScriptedChatModel([calls_reply("true"), answer("ok"), timed_out()])
+
+    async def main() -> list[Any]:
+        async with aopen_session(db_url, model=model, config=config) as session:
+            await drain(session, task("first task"), done)
+            await drain(session, task("second task"), paused)
+            return [t for t in await session.athreads() if t.thread_id.startswith(thread_prefix)]
+
+    listed = asyncio.run(main())
+    assert [(t.thread_id, t.status, t.task) for t in listed] == [
+        (paused, "paused", "second task"), (done, "done", "first task")]
+    with open_session(db_url, config=config) as sync_session:
+        assert [t for t in sync_session.threads() if t.thread_id.startswith(thread_prefix)] == listed
+
+
+def test_afork_continues_from_its_checkpoint_and_leaves_the_original_alone(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """A fork before `tools` runs the command again as a new command (the original's journal
+    row is not reused), ends on its own answer, and `athreads` names where it came from."""
+    thread, copy = f"{thread_prefix}-orig", f"{thread_prefix}-fork"
+    counter = tmp_path / "counter"
+    model = ScriptedChatModel([calls_reply(f"echo run >> {counter}"), answer("ok"), answer("fork ok")])
+
+    async def main() -> tuple[Any, Any, Any, str]:
+        async with aopen_session(db_url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+            await drain(session, task("t"), thread)
+            before_tools = next(row for row in await session.ahistory(thread) if row.next == ("tools",))
+            made = await session.afork(thread, before_tools.checkpoint_id, copy)
+            assert made == copy
+            assert (await session.astate(made)).next == ("tools",)
+            await drain(session, None, made)
+            [info] = [t for t in await session.athreads() if t.thread_id == made]
+            return (await session.astate(made)).values, (await session.astate(thread)).values, info, \
+                before_tools.checkpoint_id
+
+    forked, original, info, checkpoint_id = asyncio.run(main())
+    assert counter.read_text().splitlines() == ["run", "run"]
+    assert (forked["status"], forked["messages"][-1].content) == ("done", "fork ok")
+    assert original["messages"][-1].content == "ok"
+    assert info.forked_from == f"{thread}@{checkpoint_id}"
+
+
+def test_afork_refuses_an_unknown_checkpoint_and_an_existing_thread(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    thread = f"{thread_prefix}-src"
+
+    async def main() -> None:
+        model = ScriptedChatModel([answer("ok")])
+        async with aopen_session(db_url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+            await drain(session, task("t"), thread)
+            [latest, *_] = await session.ahistory(thread)
+            with pytest.raises(ConfigError, match=f"thread {thread} has no checkpoint nope"):
+                await session.afork(thread, "nope")
+            with pytest.raises(ConfigError, match=f"thread {thread} already exists"):
+                await session.afork(thread, latest.checkpoint_id, thread)
+
+    asyncio.run(main())
