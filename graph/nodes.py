@@ -122,7 +122,8 @@ class LoopNodes:
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
             return update
-        update["status"] = "running"
+        if state.get("status") != "running":  # an unchanged channel is not written: less to save
+            update["status"] = "running"
         if self.checker is not None:
             # Checked once here; the edge after `agent` and `approve` read these checks.
             update["policy_checks"] = self.checker.check_calls(reply.tool_calls, state.get("cwd"))
@@ -178,10 +179,10 @@ class LoopNodes:
         self, state: AgentState, calls: Sequence[ToolCall], results: list[CommandResult],
         ctx: CallContext, cwd: str | None,
     ) -> dict[str, Any]:
-        update: dict[str, Any] = {
-            "messages": tool_messages(calls, results, self.config.max_output_chars, ctx),
-            "cwd": next_cwd(results, cwd),
-        }
+        update: dict[str, Any] = {"messages": tool_messages(calls, results, self.config.max_output_chars, ctx)}
+        moved_to = next_cwd(results, cwd)
+        if moved_to != cwd:
+            update["cwd"] = moved_to
         if all(result.ok for result in results) and batch_is_clean(state):
             # Nothing to route: the model reads the results next (two supersteps per step).
             return update | after_clean_batch(state)

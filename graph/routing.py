@@ -236,10 +236,13 @@ _CLEAN: Final[dict[str, Any]] = {
 
 def after_clean_batch(state: AgentState) -> dict[str, Any]:
     """What `tools` writes for a batch whose every result is `ok`: the same values `route`
-    decides for such a batch (counters and failure history reset), minus what is already so,
-    and the hop straight back to `agent`."""
+    decides for such a batch (counters and failure history reset) and the hop straight back to
+    `agent`, minus what is already so (a channel not written costs LangGraph nothing to apply
+    or save)."""
     changed = {key: value for key, value in _CLEAN.items() if key in state and state[key] != value}  # type: ignore[literal-required]
-    return {**changed, "next_hop": "agent"}
+    if state.get("next_hop") != "agent":
+        changed["next_hop"] = "agent"
+    return changed
 
 
 def next_after_tools(state: HopView) -> Literal["agent", "route"]:

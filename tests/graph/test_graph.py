@@ -271,6 +271,10 @@ def test_a_clean_batch_goes_from_tools_straight_back_to_the_model(tmp_path: Path
     updates = list(agent.stream({"messages": [HumanMessage("t")]}, stream_mode="updates"))
     assert [next(iter(chunk)) for chunk in updates] == ["agent", "tools", "agent", "tools", "agent"]
     assert updates[1]["tools"]["next_hop"] == "agent"
+    # From the second step on, a channel whose value stays the same is not written: LangGraph
+    # has less to apply and to save (status is still "running", the directory and hop the same).
+    assert set(updates[2]["agent"]) == {"messages", "steps", "policy_checks"}
+    assert set(updates[3]["tools"]) == {"messages"}
 
 
 def run_with_timeout(command: str, timeout: float) -> AIMessage:

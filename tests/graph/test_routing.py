@@ -209,6 +209,7 @@ def test_a_clean_batch_skips_route_with_the_values_route_would_write() -> None:
         assert {**defaults, **settled} == {**defaults, **routed}
         assert next_after_tools(settled) == "agent"  # type: ignore[arg-type]
     assert after_clean_batch(CLEAN_START_STATES[2]) == {"next_hop": "agent"}  # nothing else to write
+    assert after_clean_batch({**CLEAN_START_STATES[2], "next_hop": "agent"}) == {}  # nothing at all
 
 
 def test_a_batch_with_any_failure_goes_to_route() -> None:
