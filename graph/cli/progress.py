@@ -67,10 +67,13 @@ def node_events(node: str, update: Any) -> list[dict[str, Any]]:
 
 
 def _next_hop(node: str, values: Mapping[str, Any]) -> str | None:
-    """Where the run goes next: `route`'s decision, or what an escalation that did not end the
-    run chose (a retry writes no message; going back to the model writes one)."""
+    """Where the run goes next: after `tools`, the model or `route` (a clean batch writes no
+    hop when the last one was already `agent`); `route`'s decision; or what an escalation that
+    did not end the run chose (a retry writes no message; going back to the model writes one)."""
     if node == "escalate" and not values.get("status"):
         return "agent" if values.get("messages") else "retry"
+    if node == "tools":
+        return str(values.get("next_hop") or "agent")
     return values.get("next_hop") if node == "route" else None
 
 

@@ -43,7 +43,7 @@ from langgraph.types import Command, StateSnapshot
 
 from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.errors import UnfinishedThreadError
+from bashgraph.graph.errors import StoreError, UnfinishedThreadError
 from bashgraph.graph.execution import Executor, collect_executors
 from bashgraph.graph.store.checkpoints import Location, aopen_checkpointer, locate, open_checkpointer, store_errors
 from bashgraph.graph.store.journal import AnyJournal, open_journal
@@ -55,6 +55,7 @@ from bashgraph.graph.store.threads import (
     ahistory,
     alist_threads,
     fork,
+    fork_id,
     history,
     list_threads,
     thread_config,
@@ -64,6 +65,13 @@ from bashgraph.tools.runner.drive import in_thread
 #: The threads held by the `lock` blocks the running code is inside, as (session holder, thread).
 #: A context variable, not a field: a hold must not reach other tasks or threads of the session.
 _HELD: ContextVar[frozenset[tuple[int, str]]] = ContextVar("bashgraph_held_threads", default=frozenset())
+
+class _Holder:
+    """What a session shares with the sessions made from it (`with_config`): the identity its
+    `lock` blocks hold threads under, and whether its block has ended."""
+
+    ended = False
+
 
 RunInput = dict[str, Any] | Command[Any] | None
 """New input (a dict), None (continue the thread), or an answer (`Command(resume=...)`)."""
@@ -82,8 +90,9 @@ class _SessionParts:
     config: AgentConfig = field(default_factory=AgentConfig)
     _executors: list[Executor] = field(default_factory=list, repr=False)
     """The Executors of every agent built for this session or one made from it (`with_config`)."""
-    _holder: object = field(default_factory=object, repr=False)
-    """Who this session's `lock` blocks hold threads for (shared with the ones made from it)."""
+    _holder: _Holder = field(default_factory=_Holder, repr=False)
+    """Who this session's `lock` blocks hold threads for, and whether its block has ended
+    (shared with the sessions made from it)."""
 
     @classmethod
     def _bind(cls, saver: BaseCheckpointSaver[Any], journal: AnyJournal, location: Location,
@@ -133,8 +142,21 @@ class _SessionParts:
         call ids and the journal could not recognise the commands it already started.
         """
         stream_kwargs.setdefault("durability", "sync")
+        if self._holder.ended:
+            raise StoreError(f"the session of {self.url} has ended; open a new one to run a thread")
+        return _with_thread(config, thread_id), self._hold(thread_id)
+
+    def _reading(self) -> AbstractContextManager[None]:
+        """Read errors as one line; a session whose block has ended says so (its connections
+        are closed: reading through them would look like a damaged database)."""
+        if self._holder.ended:
+            raise StoreError(f"the session of {self.url} has ended; open a new one to use the database")
+        return read_errors(self.location)
+
+    def _hold(self, thread_id: str) -> AbstractContextManager[Any]:
+        """The thread's lock, unless a `lock` block of this session already holds it."""
         held = (id(self._holder), thread_id) in _HELD.get()
-        return _with_thread(config, thread_id), nullcontext() if held else thread_lock(self.location.target, thread_id)
+        return nullcontext() if held else thread_lock(self.location.target, thread_id)
 
 
 @dataclass
@@ -159,25 +181,31 @@ class Session(_SessionParts):
 
     def state(self, thread_id: str) -> StateSnapshot:
         """The latest state of a thread (values, next nodes, pending interrupts)."""
-        with read_errors(self.location):
+        with self._reading():
             return self.agent.get_state(thread_config(thread_id))
 
     def threads(self) -> list[ThreadInfo]:
         """Every thread in the database, most recently updated first."""
-        with read_errors(self.location):
+        with self._reading():
             return list_threads(self.saver)
 
     def history(self, thread_id: str) -> list[CheckpointRow]:
         """The checkpoints of a thread, newest first."""
-        with read_errors(self.location):
+        with self._reading():
             return history(self.agent, thread_id)
 
     def fork(self, thread_id: str, checkpoint_id: str, new_thread_id: str | None = None) -> str:
-        """A new thread continuing from `checkpoint_id` of `thread_id`; returns its id."""
-        with read_errors(self.location):
+        """A new thread continuing from `checkpoint_id` of `thread_id`; returns its id.
+
+        The new thread is held while it is made: a second fork into the same id, or a run of
+        it, gets ThreadBusyError instead of mixing into a half-made copy.
+        """
+        new_thread_id = new_thread_id or fork_id(thread_id)
+        with self._hold(new_thread_id), self._reading():
             return fork(self.agent, thread_id, checkpoint_id, new_thread_id)
 
     def _close(self) -> None:
+        self._holder.ended = True
         for executor in self._executors:
             executor.close()
 
@@ -203,28 +231,44 @@ class AsyncSession(_SessionParts):
 
     async def astate(self, thread_id: str) -> StateSnapshot:
         """The latest state of a thread (values, next nodes, pending interrupts)."""
-        with read_errors(self.location):
+        with self._reading():
             return await self.agent.aget_state(thread_config(thread_id))
 
     async def ahistory(self, thread_id: str) -> list[CheckpointRow]:
         """The checkpoints of a thread, newest first."""
-        with read_errors(self.location):
+        with self._reading():
             return await ahistory(self.agent, thread_id)
 
     async def athreads(self) -> list[ThreadInfo]:
         """Every thread in the database, most recently updated first."""
-        with read_errors(self.location):
+        with self._reading():
             return await alist_threads(self.saver)
 
     async def afork(self, thread_id: str, checkpoint_id: str, new_thread_id: str | None = None) -> str:
-        """A new thread continuing from `checkpoint_id` of `thread_id`; returns its id."""
+        """`Session.fork` for asyncio. Cancelled, it waits for the copy to end and removes it:
+        a cancelled fork leaves no thread."""
+        new_thread_id = new_thread_id or fork_id(thread_id)
         copy = functools.partial(fork, self.agent, thread_id, checkpoint_id, new_thread_id)
-        with read_errors(self.location):
+        with self._hold(new_thread_id), self._reading():
             # LangGraph's sync state calls, in a worker thread: the async saver hands each of
             # them to this loop, which is free meanwhile (a fork is a few reads and one write).
-            return await in_thread(asyncio.get_running_loop(), copy)
+            copying = asyncio.ensure_future(in_thread(asyncio.get_running_loop(), copy))
+            try:
+                return await asyncio.shield(copying)
+            except asyncio.CancelledError:
+                # Shielded: a second cancellation must not leave the copy half undone.
+                await asyncio.shield(self._undo_fork(copying, new_thread_id))
+                raise
+
+    async def _undo_fork(self, copying: asyncio.Future[str], new_thread_id: str) -> None:
+        """Wait for a cancelled fork's copy (its worker thread cannot be stopped), then delete
+        what it made."""
+        await asyncio.wait([copying])
+        if not copying.cancelled() and copying.exception() is None:
+            await self.saver.adelete_thread(new_thread_id)
 
     async def _aclose(self) -> None:
+        self._holder.ended = True
         loop = asyncio.get_running_loop()
         for executor in self._executors:
             # In a thread: closing waits for the jobs' processes to go. Shielded: a second

@@ -91,7 +91,7 @@ def thread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
     if isinstance(saver, SqliteSaver):
         with saver.cursor(transaction=False) as cur:
             return [(str(t), str(f)) for t, f in cur.execute(_THREAD_IDS).fetchall()]
-    if isinstance(saver, PostgresSaver):
+    if isinstance(saver, PostgresSaver) and hasattr(saver, "_cursor"):  # private: may go
         with saver._cursor() as pg:  # the saver's own connection and lock
             rows = pg.execute(_THREAD_IDS).fetchall()
         return [(str(row["thread_id"]), str(row["first_id"])) for row in rows]
@@ -106,7 +106,7 @@ async def athread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
     if isinstance(saver, AsyncSqliteSaver):
         async with saver.lock, saver.conn.execute(_THREAD_IDS) as cur:
             return [(str(t), str(f)) for t, f in await cur.fetchall()]
-    if isinstance(saver, AsyncPostgresSaver):
+    if isinstance(saver, AsyncPostgresSaver) and hasattr(saver, "_cursor"):  # private: may go
         async with saver._cursor() as pg:  # the saver's own connection and lock
             await pg.execute(_THREAD_IDS)
             rows = await pg.fetchall()
@@ -170,7 +170,9 @@ async def ahistory(agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str
 
 
 def history_rows(snapshots: Sequence[StateSnapshot]) -> list[CheckpointRow]:
-    """One row per snapshot of a thread's history (newest first)."""
+    """One row per snapshot of a thread's history (newest first); none for an unknown thread."""
+    if not snapshots:
+        return []
     parents: Sequence[StateSnapshot | None] = [*snapshots[1:], None]
     return [_row(snapshot, parent) for snapshot, parent in zip(snapshots, parents, strict=True)]
 
@@ -213,7 +215,7 @@ def fork(
     source = agent.get_state(thread_config(thread_id, checkpoint_id))
     if source.created_at is None:
         raise ConfigError(f"thread {thread_id} has no checkpoint {checkpoint_id}")
-    new_thread_id = new_thread_id or f"{thread_id}-fork-{uuid.uuid4().hex[:8]}"
+    new_thread_id = new_thread_id or fork_id(thread_id)
     if agent.get_state(thread_config(new_thread_id)).created_at is not None:
         raise ConfigError(f"thread {new_thread_id} already exists; choose another name")
     values, as_node = _fork_update(source)
@@ -234,6 +236,11 @@ def fork(
             "nothing was created"
         )
     return new_thread_id
+
+
+def fork_id(thread_id: str) -> str:
+    """A fresh id for a fork of `thread_id`."""
+    return f"{thread_id}-fork-{uuid.uuid4().hex[:8]}"
 
 
 def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any], str]:

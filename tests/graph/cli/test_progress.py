@@ -37,6 +37,18 @@ def test_updates_become_a_model_reply_and_node_events() -> None:
     assert (retry[0]["node"], retry[0]["attempt"]) == ("retry", 2)
 
 
+def test_a_tools_event_says_where_the_batch_goes() -> None:
+    """`tools` goes back to the model after a clean batch, whether or not it wrote the hop (it
+    writes none when the last batch was clean too), and to `route` after a failure."""
+    def next_of(update: dict[str, Any]) -> Any:
+        [event] = chunk_events(("updates", {"tools": update}), "t")
+        return event["next"]
+
+    assert next_of({"messages": [], "next_hop": "agent"}) == "agent"
+    assert next_of({"messages": []}) == "agent"
+    assert next_of({"messages": [], "next_hop": "route"}) == "route"
+
+
 def test_custom_events_pass_through_and_tokens_come_from_the_agent_only() -> None:
     """command_* events keep every field; model tokens are taken from the `agent` node only."""
     assert chunk_events(("custom", START), "t") == [{**START, "thread_id": "t"}]

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from bashgraph.graph import AgentConfig, AsyncSession, aopen_session
-from bashgraph.graph.errors import ConfigError
+from bashgraph.graph.errors import ConfigError, StoreError, ThreadBusyError
 from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 
@@ -94,3 +94,63 @@ def test_afork_refuses_an_unknown_checkpoint_and_an_existing_thread(
                 await session.afork(thread, latest.checkpoint_id, thread)
 
     asyncio.run(main())
+
+
+def test_two_aforks_into_one_id_make_one_whole_thread(db_url: str, thread_prefix: str, tmp_path: Path) -> None:
+    """The new thread is held while it is made: of two forks into the same id at once, one
+    makes it and the other is refused (busy, or the thread exists), never a mix of both."""
+    first, second, target = f"{thread_prefix}-a", f"{thread_prefix}-b", f"{thread_prefix}-x"
+
+    async def main() -> tuple[Any, Any, str]:
+        model = ScriptedChatModel([answer("a"), answer("b")])
+        async with aopen_session(db_url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+            await drain(session, task("task a"), first)
+            await drain(session, task("task b"), second)
+            [a_end, *_] = await session.ahistory(first)
+            [b_end, *_] = await session.ahistory(second)
+            outcomes = await asyncio.gather(session.afork(first, a_end.checkpoint_id, target),
+                                            session.afork(second, b_end.checkpoint_id, target),
+                                            return_exceptions=True)
+            [info] = [t for t in await session.athreads() if t.thread_id == target]
+            return outcomes, info, (await session.astate(target)).values["messages"][0].content
+
+    outcomes, info, first_message = asyncio.run(main())
+    made = [o for o in outcomes if o == target]
+    refused = [o for o in outcomes if isinstance(o, ThreadBusyError | ConfigError)]
+    assert (len(made), len(refused)) == (1, 1), outcomes
+    assert info.task == first_message  # the listing and the state tell of the same source
+    source = first if first_message == "task a" else second
+    assert str(info.forked_from).startswith(f"{source}@")
+
+
+def test_a_cancelled_afork_leaves_no_thread(db_url: str, thread_prefix: str, tmp_path: Path) -> None:
+    thread, target = f"{thread_prefix}-src", f"{thread_prefix}-gone"
+
+    async def main() -> list[str]:
+        async with aopen_session(db_url, model=ScriptedChatModel([answer("ok")]),
+                                 config=AgentConfig(workdir=str(tmp_path))) as session:
+            await drain(session, task("t"), thread)
+            [latest, *_] = await session.ahistory(thread)
+            forking = asyncio.create_task(session.afork(thread, latest.checkpoint_id, target))
+            await asyncio.sleep(0)  # the copy has started in its thread
+            forking.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await forking
+            assert await session.ahistory(target) == []
+            return [t.thread_id for t in await session.athreads()]
+
+    assert f"{thread_prefix}-gone" not in asyncio.run(main())
+
+
+def test_an_ended_session_says_so(db_url: str, tmp_path: Path) -> None:
+    """Its connections are closed: reading through them must not look like a damaged file."""
+    async def main() -> AsyncSession:
+        async with aopen_session(db_url, config=AgentConfig(workdir=str(tmp_path))) as session:
+            return session
+
+    session = asyncio.run(main())
+    for late in (session.astate("t"), session.athreads(), session.ahistory("t")):
+        with pytest.raises(StoreError, match="has ended; open a new one"):
+            asyncio.run(late)
+    with pytest.raises(StoreError, match="has ended; open a new one"):
+        asyncio.run(drain(session, None, "t"))

@@ -12,7 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.errors import ConfigError, UnfinishedThreadError
+from bashgraph.graph.errors import ConfigError, StoreError, ThreadBusyError, UnfinishedThreadError
+from bashgraph.graph.store.locks import thread_lock
 from bashgraph.graph.store.session import Session, open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 
@@ -280,3 +281,30 @@ def test_a_fork_that_would_land_elsewhere_is_refused_and_leaves_no_thread(
         with pytest.raises(BashgraphError, match="nothing was created"):
             session.fork(thread, paused.checkpoint_id, f"{thread_prefix}-stray")
         assert f"{thread_prefix}-stray" not in [t.thread_id for t in session.threads()]
+
+
+def test_a_fork_into_a_held_thread_is_refused_and_history_of_none_is_empty(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """The new thread is held while a fork makes it: a worker holding that id (running it, or
+    forking into it) makes the fork refuse, and nothing is written. An unknown thread has no
+    history rather than an error."""
+    thread, target = f"{thread_prefix}-src", f"{thread_prefix}-held"
+    with session_for(db_url, [answer("ok")], tmp_path) as session:
+        drain(session, task("t"), thread)
+        [latest, *_] = session.history(thread)
+        with thread_lock(db_url, target), pytest.raises(ThreadBusyError, match=f"thread {target} is busy"):
+            session.fork(thread, latest.checkpoint_id, target)
+        assert session.history(target) == []
+        with session.lock(target):  # this session's own hold is used, not taken again
+            assert session.fork(thread, latest.checkpoint_id, target) == target
+
+
+def test_an_ended_session_says_so(db_url: str, tmp_path: Path) -> None:
+    """Its connections are closed: reading through them must not look like a damaged file."""
+    with session_for(db_url, [], tmp_path) as session:
+        pass
+    for late in (lambda: session.state("t"), session.threads, lambda: session.history("t"),
+                 lambda: drain(session, None, "t")):
+        with pytest.raises(StoreError, match="has ended; open a new one"):
+            late()
