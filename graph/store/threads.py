@@ -91,7 +91,7 @@ def thread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
     if isinstance(saver, SqliteSaver):
         with saver.cursor(transaction=False) as cur:
             return [(str(t), str(f)) for t, f in cur.execute(_THREAD_IDS).fetchall()]
-    if isinstance(saver, PostgresSaver) and hasattr(saver, "_cursor"):  # private: may go
+    if isinstance(saver, PostgresSaver) and _has_private_cursor(saver):
         with saver._cursor() as pg:  # the saver's own connection and lock
             rows = pg.execute(_THREAD_IDS).fetchall()
         return [(str(row["thread_id"]), str(row["first_id"])) for row in rows]
@@ -106,12 +106,18 @@ async def athread_ids(saver: BaseCheckpointSaver[Any]) -> list[tuple[str, str]]:
     if isinstance(saver, AsyncSqliteSaver):
         async with saver.lock, saver.conn.execute(_THREAD_IDS) as cur:
             return [(str(t), str(f)) for t, f in await cur.fetchall()]
-    if isinstance(saver, AsyncPostgresSaver) and hasattr(saver, "_cursor"):  # private: may go
+    if isinstance(saver, AsyncPostgresSaver) and _has_private_cursor(saver):
         async with saver._cursor() as pg:  # the saver's own connection and lock
             await pg.execute(_THREAD_IDS)
             rows = await pg.fetchall()
         return [(str(row["thread_id"]), str(row["first_id"])) for row in rows]
     return _thread_ids_by_listing([item async for item in saver.alist(None)])
+
+
+def _has_private_cursor(saver: object) -> bool:
+    """The PostgreSQL savers' `_cursor` (their connection and lock) is private: a LangGraph
+    without it gets the listing instead of an AttributeError (which reads as damaged data)."""
+    return hasattr(saver, "_cursor")
 
 
 def _thread_ids_by_listing(tuples: Iterable[CheckpointTuple]) -> list[tuple[str, str]]:

@@ -154,3 +154,31 @@ def test_an_ended_session_says_so(db_url: str, tmp_path: Path) -> None:
             asyncio.run(late)
     with pytest.raises(StoreError, match="has ended; open a new one"):
         asyncio.run(drain(session, None, "t"))
+
+
+def test_thread_ids_need_no_private_cursor(
+    db_url: str, thread_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick query uses a PostgreSQL saver's private `_cursor`; without it, the thread ids
+    come from walking the checkpoints, and they are the same."""
+    from bashgraph.graph.store import threads
+    from bashgraph.graph.store.checkpoints import aopen_checkpointer, open_checkpointer
+
+    thread = f"{thread_prefix}-listed"
+    with open_session(db_url, model=ScriptedChatModel([answer("ok")]),
+                      config=AgentConfig(workdir=str(tmp_path))) as session:
+        for _ in session.run(task("t"), thread):
+            pass
+
+    async def async_ids() -> dict[str, str]:
+        async with aopen_checkpointer(db_url) as saver:
+            return dict(await threads.athread_ids(saver))
+
+    with open_checkpointer(db_url) as saver:
+        quick = dict(threads.thread_ids(saver))
+    assert thread in quick
+    assert asyncio.run(async_ids()) == quick
+    monkeypatch.setattr(threads, "_has_private_cursor", lambda saver: False)
+    with open_checkpointer(db_url) as saver:
+        assert dict(threads.thread_ids(saver)) == quick
+    assert asyncio.run(async_ids()) == quick
