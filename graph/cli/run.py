@@ -235,8 +235,10 @@ class Driver:
             with self._sigint.default():
                 try:
                     answer = self.settings.ask(stop.pending[0])
-                except (KeyboardInterrupt, EOFError):
+                except KeyboardInterrupt:
                     return Stop(self._sigint.status, "no answer given; the question is still pending")
+                except EOFError:
+                    return stop  # the input ended (Ctrl-D): nobody can answer here, as without a terminal
         if answer is None:
             return stop
         self._emit({"event": "answer", "answer": answer})

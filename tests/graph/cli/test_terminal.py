@@ -119,6 +119,22 @@ def test_ctrl_c_at_a_question_leaves_it_pending(cli: Cli, openai_server: FakeOpe
     assert (cli.workdir / "mark").read_text() == "approved\n"
 
 
+def test_ctrl_d_at_a_question_leaves_it_pending_as_a_paused_run(
+    cli: Cli, openai_server: FakeOpenAIServer
+) -> None:
+    """The end of input (Ctrl-D) means nobody can answer here: the run stops paused (exit 3),
+    as it does without a terminal, not as if it were interrupted."""
+    openai_server.add(tool_call("bash", {"command": "echo approved > mark"}))
+    with terminal() as (screen, tty):
+        running = cli.start("run", "mark it", "--thread", "tty4", "--rule", "ask:echo *", tty=tty)
+        screen.read_until("answer (reject):", running)
+        os.write(screen.master, b"\x04")  # the terminal's end-of-input key at an empty line
+        result = screen.wait(running, timeout=10)
+    assert result.code == 3, screen.screen
+    assert "continue with: bashgraph resume tty4 --rule 'ask:echo *'" in screen.screen
+    assert not (cli.workdir / "mark").exists()
+
+
 #: Window title (OSC 0), clipboard write (OSC 52), clear screen, alternate screen.
 HOSTILE = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[?1049h"
 SHOWN = "␛]0;owned␇␛]52;c;cm0gLXJmIH4=␇␛[2J␛[?1049h"
