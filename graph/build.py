@@ -18,7 +18,7 @@ from bashgraph.graph.call_journal import Journal
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
-from bashgraph.graph.models.deferred import DeferredChatModel
+from bashgraph.graph.models.deferred import DeferredChatModel, LazyModel
 from bashgraph.graph.nodes import LoopNodes
 from bashgraph.graph.recovery import RecoveryNodes
 from bashgraph.graph.routing import (
@@ -46,7 +46,7 @@ Builder = StateGraph[AgentState, None, AgentInput, PublicState]
 
 def build_graph(
     *,
-    model: BaseChatModel | None = None,
+    model: BaseChatModel | LazyModel | None = None,
     config: AgentConfig | None = None,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     store: BaseStore | None = None,
@@ -55,13 +55,17 @@ def build_graph(
     """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `store/session.py`).
 
     `model=None`: the model `config` names is made on the first model call (models/deferred.py),
-    so a graph that is only inspected, forked or drawn needs none.
+    so a graph that is only inspected, forked or drawn needs none. A `LazyModel` does the same
+    and can be shared: graphs built with one make the model once between them.
     """
     config = config or AgentConfig()
     executor = Executor(config, journal)
     checker = Checker(make_policy(config))
     tools = [make_bash_tool(max_timeout=config.max_timeout_s, background=True), *make_job_tools()]
-    bound = model.bind_tools(tools) if model is not None else DeferredChatModel(config, tools)
+    if model is None or isinstance(model, LazyModel):
+        bound: Runnable[Any, Any] = DeferredChatModel(config, tools, model)
+    else:
+        bound = model.bind_tools(tools)
     loop = LoopNodes(bound, config, executor, checker)
     recovery = RecoveryNodes(config, executor)
     # Callers see AgentInput and PublicState (Studio's input form, `invoke`'s result); the nodes

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
@@ -23,12 +23,50 @@ from bashgraph.graph.config import AgentConfig
 BoundModel = Runnable[LanguageModelInput, AIMessage]
 
 
-class DeferredChatModel(Runnable[LanguageModelInput, AIMessage]):
-    """Stands for the model `config` names, with `tools` bound, until it is first called."""
+def model_settings(config: AgentConfig) -> tuple[object, ...]:
+    """The fields of `config` that decide which model `make_chat_model` makes, and how."""
+    return (config.model, config.base_url, config.request_timeout_s, config.model_max_retries,
+            config.model_streaming)
 
-    def __init__(self, config: AgentConfig, tools: Sequence[Any]) -> None:
+
+class LazyModel:
+    """The chat model `config` names, made on first use, once however many callers race.
+
+    One can serve several graphs built from configs that name the same model (a session and
+    the ones `with_config` makes from it): the client is made, or the local weights loaded,
+    once for all of them.
+    """
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.settings = model_settings(config)
+        self._config = config
+        self._model: BaseChatModel | None = None
+        self._lock = threading.Lock()
+
+    def serves(self, config: AgentConfig) -> bool:
+        """Whether `config` names the model this one makes."""
+        return model_settings(config) == self.settings
+
+    def get(self) -> BaseChatModel:
+        with self._lock:
+            if self._model is None:
+                # Imported here: the client (or the local model's weights) only when a call needs it.
+                from bashgraph.graph.models.factory import make_chat_model
+
+                self._model = make_chat_model(self._config)
+            return self._model
+
+
+class DeferredChatModel(Runnable[LanguageModelInput, AIMessage]):
+    """Stands for the model `config` names, with `tools` bound, until it is first called.
+
+    `lazy`: where the model comes from, when it serves `config` (else a LazyModel of its own).
+    """
+
+    def __init__(self, config: AgentConfig, tools: Sequence[Any], lazy: LazyModel | None = None) -> None:
         self.config = config
         self.tools = list(tools)
+        self.lazy = lazy if lazy is not None and lazy.serves(config) else LazyModel(config)
         self._bound: BoundModel | None = None
         self._lock = threading.Lock()
 
@@ -36,10 +74,7 @@ class DeferredChatModel(Runnable[LanguageModelInput, AIMessage]):
         """The model with its tools, made on the first call (once, however many calls race)."""
         with self._lock:
             if self._bound is None:
-                # Imported here: the client (or the local model's weights) only when a call needs it.
-                from bashgraph.graph.models.factory import make_chat_model
-
-                self._bound = make_chat_model(self.config).bind_tools(self.tools)
+                self._bound = self.lazy.get().bind_tools(self.tools)
             return self._bound
 
     def invoke(self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any) -> AIMessage:

@@ -45,6 +45,7 @@ from bashgraph.graph.build import Agent, build_graph
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import StoreError, UnfinishedThreadError
 from bashgraph.graph.execution import Executor, collect_executors
+from bashgraph.graph.models.deferred import LazyModel
 from bashgraph.graph.store.checkpoints import Location, aopen_checkpointer, locate, open_checkpointer, store_errors
 from bashgraph.graph.store.journal import AnyJournal, open_journal
 from bashgraph.graph.store.locks import thread_lock
@@ -90,6 +91,9 @@ class _SessionParts:
     config: AgentConfig = field(default_factory=AgentConfig)
     _executors: list[Executor] = field(default_factory=list, repr=False)
     """The Executors of every agent built for this session or one made from it (`with_config`)."""
+    _lazy: LazyModel | None = field(default=None, repr=False)
+    """Without `model`: the model `config` names, made on the first model call, shared by the
+    sessions made from this one."""
     _holder: _Holder = field(default_factory=_Holder, repr=False)
     """Who this session's `lock` blocks hold threads for, and whether its block has ended
     (shared with the sessions made from it)."""
@@ -100,9 +104,10 @@ class _SessionParts:
         guard_saver(saver, location)
         config = config or AgentConfig()
         executors: list[Executor] = []
-        agent = _build(model, config, saver, journal, executors)
+        lazy = LazyModel(config) if model is None else None
+        agent = _build(model or lazy, config, saver, journal, executors)
         return cls(agent=agent, saver=saver, journal=journal, location=location, model=model,
-                   config=config, _executors=executors)
+                   config=config, _executors=executors, _lazy=lazy)
 
     @property
     def url(self) -> str:
@@ -129,7 +134,9 @@ class _SessionParts:
     def with_config(self, config: AgentConfig) -> Self:
         """This session with its agent rebuilt for `config`: the same model and database, the
         same held threads, and its background jobs stopped when this session's block ends."""
-        agent = _build(self.model, config, self.saver, self.journal, self._executors)
+        # The model made for this session serves the new agent too when `config` names the
+        # same one: the client is not made, nor the local weights loaded, a second time.
+        agent = _build(self.model or self._lazy, config, self.saver, self.journal, self._executors)
         return dataclasses.replace(self, agent=agent, config=config)
 
     def _start_run(self, thread_id: str, config: RunnableConfig | None,
@@ -276,7 +283,7 @@ class AsyncSession(_SessionParts):
             await asyncio.shield(in_thread(loop, executor.close))
 
 
-def _build(model: BaseChatModel | None, config: AgentConfig, saver: BaseCheckpointSaver[Any],
+def _build(model: BaseChatModel | LazyModel | None, config: AgentConfig, saver: BaseCheckpointSaver[Any],
            journal: AnyJournal, executors: list[Executor]) -> Agent:
     """The agent; the Executors it built join `executors`, which the session closes at its end."""
     with collect_executors() as built:

@@ -5,6 +5,7 @@ need no model at all, and a run with none configured fails with the factory's on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,21 @@ def test_inspecting_forking_and_drawing_make_no_model(
         assert session.state("t2").next == ("tools",)
     assert "agent" in str(draw(build_graph(), "mermaid"))
     assert made == []
+
+
+def test_a_session_and_its_copies_make_the_model_once(
+    openai_server: FakeOpenAIServer, made: list[AgentConfig], tmp_path: Path
+) -> None:
+    """`with_config` rebuilds the agent (the CLI does, once a person answers); when the new
+    settings name the same model, the model made for the session serves it: no second client,
+    no second load of local weights. Settings that name another model get their own."""
+    openai_server.add(text("one"), text("two"), text("three"), text("four"))
+    config = AgentConfig(model="served", base_url=openai_server.base_url, workdir=str(tmp_path))
+    with open_session(str(tmp_path / "runs.sqlite"), config=config) as session:
+        asking = session.with_config(dataclasses.replace(config, on_environment_error="ask"))
+        other = session.with_config(dataclasses.replace(config, model="other"))
+        for runner, thread in ((session, "a"), (asking, "b"), (asking, "c"), (other, "d")):
+            for _ in runner.run({"messages": [HumanMessage("hi")]}, thread):
+                pass
+    assert [c.model for c in made] == ["served", "other"]
+    assert [request.model for request in openai_server.chat_requests] == ["served", "served", "served", "other"]
