@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,6 +105,9 @@ def _still_linked(fd: int, path: Path) -> bool:
         return False
 
 
+#: How long a lock with no live holder may take to be released (its backend is exiting).
+RELEASE_WAIT_S = 1.0
+
 # -- PostgreSQL: a session advisory lock ----------------------------------------------------
 _HOLDER_SQL = """
 SELECT a.pid, a.application_name, a.client_addr::text AS client_addr
@@ -119,13 +123,34 @@ def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
     # The name shows up in pg_stat_activity, so a busy error can say who holds the thread.
     with connect_postgres(location.target, application_name=f"bashgraph {_holder()}") as conn:
         with postgres_errors(location.label):
-            row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
-            if not (row and row["ok"]):
-                raise _busy(thread_id, _advisory_holder(conn, key))
+            if not _try_advisory(conn, key):
+                holder = _advisory_holder(conn, key)
+                # No backend holds it any more: its holder was ending (a killed worker's backend
+                # releases its locks as it exits, a moment after the kill). Take it once it is free.
+                if holder is not None or not _take_when_released(conn, key):
+                    raise _busy(thread_id, holder)
         try:
             yield
         finally:
             _unlock(conn, key)
+
+
+def _try_advisory(conn: psycopg.Connection[Any], key: int) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,)).fetchone()
+    return bool(row and row["ok"])
+
+
+def _take_when_released(conn: psycopg.Connection[Any], key: int) -> bool:
+    """Take a lock whose holder was not found, for up to `RELEASE_WAIT_S`; False if another
+    worker shows up holding it, or it is still held then."""
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while time.monotonic() < deadline:
+        if _try_advisory(conn, key):
+            return True
+        if _advisory_holder(conn, key) is not None:
+            return False
+        time.sleep(0.02)
+    return False
 
 
 def _unlock(conn: psycopg.Connection[Any], key: int) -> None:

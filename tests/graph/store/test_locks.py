@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,50 @@ def test_a_session_lock_block_does_not_let_another_thread_in(db_url: str, thread
             release.set()
             worker.join()
     assert not (tmp_path / "log").exists()
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    url = os.environ.get("BASHGRAPH_TEST_POSTGRES")
+    if not url:
+        pytest.skip("BASHGRAPH_TEST_POSTGRES is not set")
+    return url
+
+
+def _hold_on_another_connection(url: str, thread: str) -> Any:
+    """The thread's advisory lock, held by another connection of this process until it closes."""
+    from bashgraph.graph.store.checkpoints import connect_postgres
+
+    conn = connect_postgres(url)
+    conn.execute("SELECT pg_advisory_lock(%s)", (lock_key(thread),))
+    return conn
+
+
+def test_a_lock_whose_holder_is_ending_is_taken_once_released(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed worker's backend releases its lock a moment after the kill. Refused while it
+    still holds it, and with no live holder to name by the time we look, the lock is waited
+    for (up to RELEASE_WAIT_S) instead of reported busy."""
+    from bashgraph.graph.store import locks
+
+    thread = f"ending-{os.urandom(6).hex()}"
+    conn = _hold_on_another_connection(postgres_url, thread)
+    monkeypatch.setattr(locks, "_advisory_holder", lambda conn, key: None)  # as while it exits
+    threading.Timer(0.2, conn.close).start()  # the holder's session ends: its lock goes
+    with thread_lock(postgres_url, thread):
+        pass
+
+
+def test_a_lock_held_past_the_wait_is_still_busy(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bashgraph.graph.store import locks
+
+    thread = f"stuck-{os.urandom(6).hex()}"
+    conn = _hold_on_another_connection(postgres_url, thread)
+    try:
+        monkeypatch.setattr(locks, "_advisory_holder", lambda conn, key: None)
+        monkeypatch.setattr(locks, "RELEASE_WAIT_S", 0.2)
+        with pytest.raises(ThreadBusyError, match=f"thread {thread} is busy"), thread_lock(postgres_url, thread):
+            pass
+    finally:
+        conn.close()
