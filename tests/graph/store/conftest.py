@@ -26,6 +26,18 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A checkpoint database: a fresh SQLite file, or the test PostgreSQL server."""
     if request.param == "sqlite":
         return str(tmp_path / "state" / "checkpoints.sqlite")
+    return postgres_or_skip()
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """The test PostgreSQL server, for tests of PostgreSQL alone."""
+    return postgres_or_skip()
+
+
+def postgres_or_skip() -> str:
+    """The server's URL. Without one (a checkout with no server) the test is skipped; `.ci/run`
+    always sets it, so CI runs every PostgreSQL test."""
     url = os.environ.get(POSTGRES_ENV)
     if not url:
         pytest.skip(f"{POSTGRES_ENV} is not set")

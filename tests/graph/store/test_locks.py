@@ -119,14 +119,6 @@ def test_a_session_lock_block_does_not_let_another_thread_in(db_url: str, thread
     assert not (tmp_path / "log").exists()
 
 
-@pytest.fixture
-def postgres_url() -> str:
-    url = os.environ.get("BASHGRAPH_TEST_POSTGRES")
-    if not url:
-        pytest.skip("BASHGRAPH_TEST_POSTGRES is not set")
-    return url
-
-
 def _hold_on_another_connection(url: str, thread: str) -> Any:
     """The thread's advisory lock, held by another connection of this process until it closes."""
     from bashgraph.graph.store.checkpoints import connect_postgres

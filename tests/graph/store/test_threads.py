@@ -150,11 +150,17 @@ def test_a_fork_continues_from_its_checkpoint_and_runs_new_commands(
         final = session.state(fork).values
         original = session.state(thread).values
         [info] = [t for t in session.threads() if t.thread_id == fork]
-    assert lines(counter) == 2
-    assert final["status"] == "done"
-    assert final["messages"][-1].content == "fork ok"
+    assert_fork_ran_on_its_own(lines(counter), final, original, info, f"{thread}@{before_tools.checkpoint_id}")
+
+
+def assert_fork_ran_on_its_own(runs: int, forked: dict[str, Any], original: dict[str, Any],
+                               info: Any, source: str) -> None:
+    """The command ran again for the fork (2 runs in all), the fork ended on its own answer, the
+    original kept its own, and the listing names where the fork came from."""
+    assert runs == 2
+    assert (forked["status"], forked["messages"][-1].content) == ("done", "fork ok")
     assert original["messages"][-1].content == "ok"
-    assert info.forked_from == f"{thread}@{before_tools.checkpoint_id}"
+    assert info.forked_from == source
 
 
 def test_a_fork_of_a_paused_checkpoint_pauses_again_and_takes_an_answer(
