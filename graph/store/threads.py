@@ -258,4 +258,10 @@ def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any], str]:
     writer = _WRITER_OF_NEXT.get(tuple(source.next))
     if writer is None:
         raise ConfigError(f"cannot fork a checkpoint whose next step is {source.next}")
-    return dict(source.values), writer
+    values = dict(source.values)
+    if tuple(source.next) == ("retry",):
+        # `retry` is reached from `route` (whose hop says "retry") or from a person's "retry"
+        # at `escalate`, which leaves route's "escalate" behind: written as `route`, the copy
+        # must say where route's edge goes.
+        values["next_hop"] = "retry"
+    return values, writer

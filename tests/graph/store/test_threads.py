@@ -314,3 +314,26 @@ def test_an_ended_session_says_so(db_url: str, tmp_path: Path) -> None:
                  lambda: drain(session, None, "t")):
         with pytest.raises(StoreError, match="has ended; open a new one"):
             late()
+
+
+def test_a_fork_of_the_checkpoint_after_a_retry_answer_runs_the_retry(
+    db_url: str, thread_prefix: str, tmp_path: Path, counter: Path
+) -> None:
+    """A person answered "retry" at an escalation: the checkpoint waiting to run `retry` can be
+    forked, and the fork re-runs the failed command itself (its route had said "escalate")."""
+    thread = f"{thread_prefix}-retry"
+    marker = tmp_path / "marker"
+    flaky = f"echo run >> {counter}; if [ -e {marker} ]; then echo ok; else touch {marker}; sleep 5; fi"
+    steps = [AIMessage(content="", tool_calls=[call(flaky, timeout=0.3)]), answer("a"), answer("b")]
+    with session_for(db_url, steps, tmp_path, max_spawn_retries=0) as session:
+        drain(session, task("t"), thread)
+        assert session.state(thread).next == ("escalate",)
+        drain(session, Command(resume="retry"), thread)
+        waiting = next(row for row in session.history(thread) if row.next == ("retry",))
+        fork = session.fork(thread, waiting.checkpoint_id)
+        assert session.state(fork).next == ("retry",)
+        drain(session, None, fork)
+        values = session.state(fork).values
+    assert lines(counter) == 3  # the first run, its retry, and the fork's own retry
+    assert values["status"] == "done"
+    assert [m.content for m in values["messages"] if isinstance(m, ToolMessage)] == ["ok"]
