@@ -337,3 +337,30 @@ def test_a_fork_of_the_checkpoint_after_a_retry_answer_runs_the_retry(
     assert lines(counter) == 3  # the first run, its retry, and the fork's own retry
     assert values["status"] == "done"
     assert [m.content for m in values["messages"] if isinstance(m, ToolMessage)] == ["ok"]
+
+
+def test_every_checkpoint_of_a_thread_through_every_node_forks_to_the_same_next_node(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """One thread passes agent, approve, tools, route, escalate, retry and replan; each of its
+    checkpoints forks into a thread that continues at the same node."""
+    thread = f"{thread_prefix}-all"
+    marker = tmp_path / "marker"
+    flaky = f"if [ -e {marker} ]; then echo ok; else touch {marker}; sleep 5; fi"
+    steps = [
+        AIMessage(content="", tool_calls=[call(flaky, timeout=0.3)]),
+        calls_reply("exit 1"), calls_reply("exit 1"),  # two exit errors: replan_after=2
+        answer("done"),
+    ]
+    with session_for(db_url, steps, tmp_path, max_spawn_retries=0, replan_after=2,
+                     approval="always") as session:
+        drain(session, task("t"), thread)
+        for reply in ("approve", "retry", "approve", "approve"):
+            drain(session, Command(resume=reply), thread)
+        assert session.state(thread).values["status"] == "done"
+        rows = session.history(thread)
+        passed = {row.next for row in rows}
+        assert {("approve",), ("escalate",), ("retry",), ("replan",), ("route",), ()} <= passed
+        for row in rows:
+            fork = session.fork(thread, row.checkpoint_id)
+            assert session.state(fork).next == row.next, row
