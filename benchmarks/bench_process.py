@@ -75,6 +75,23 @@ def per_call(rounds: int) -> None:
     print("    pipes, stdin from /dev/null, a new session, reading both pipes to their end;")
     print("    bare runner: the least a runner with run_command's guarantees pays, see spawn_floors)")
     print("   (cwd=/tmp: the preamble `cd`s; `cd`: the command may move, an EXIT trap reports where)")
+    medians = {name: _quantile(samples, 0.5) for name, samples in times.items()}
+    for ours, anchor, target in PER_CALL_TARGETS:
+        _verdict(f"{ours} / {anchor}", medians[ours] / medians[anchor], target)
+
+
+#: (ours, anchor, most allowed): the per-call targets, compared by the medians of one run.
+PER_CALL_TARGETS = (
+    ("run_command", "subprocess.run", 1.0),
+    ("run_command", "bare runner", 1.10),
+    ("arun_command", "subprocess.run", 1.15),
+)
+#: Output that costs nothing to make: run_command against the shell's own `> file`.
+ZERO_COST_TARGET = 1.2
+
+
+def _verdict(label: str, ratio: float, target: float) -> None:
+    print(f"   {label:<34} {ratio:6.3f}x   target ≤ {target:.2f}x: {'holds' if ratio <= target else 'NOT met'}")
 
 
 def _bare(close_inherited: bool = True) -> None:
@@ -241,6 +258,9 @@ def big_output(size: int, repeats: int, quick: bool) -> None:
             row = rows[variant]
             print(f"     {labels[variant]:<20} {row['wall']:7.3f}s ({row['wall'] / base_wall:5.2f}x)"
                   f" {row['rss_mib']:8.1f} MiB   text kept: {int(row['kept']):,} chars")
+        if "/dev/zero" in command:
+            _verdict("run_command / cmd > file", rows["run_command"]["wall"] / rows["file"]["wall"],
+                     ZERO_COST_TARGET)
 
 
 def _fastest_children(variants: list[str], command: str, repeats: int) -> dict[str, dict[str, float]]:

@@ -47,7 +47,7 @@ def test_a_pause_that_lets_the_pipe_fill_halfway_is_kept() -> None:
 def test_a_read_that_found_nothing_measures_nothing() -> None:
     pacer = ReadPacer(PIPE)
     assert pacer.after_read(64 * 1024) == START_PAUSE_S
-    assert pacer.after_read(-1) == 0  # nothing was ready (or a splice fell back): no pause...
+    assert pacer.after_read(-1) == 0  # nothing was ready: no pause...
     assert pacer.pause_s == START_PAUSE_S  # ...and no verdict on the producer
 
 
