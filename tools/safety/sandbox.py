@@ -220,7 +220,8 @@ def _start_failure_kind(message: str) -> SpawnErrorKind:
     """The sandbox was fine when only the shell or the working directory is missing or locked.
 
     Those keep the kinds they have without a sandbox (`not_found`: the shell binary or the
-    working directory is missing).
+    working directory is missing). The text is stable across locales: bwrap never calls
+    `setlocale`, so its `strerror` text is always the C locale's (checked with `nm -D`).
     """
     if message.startswith(("bwrap: execvp ", "bwrap: Can't chdir to ")):
         if message.endswith("No such file or directory"):
