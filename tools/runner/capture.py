@@ -232,6 +232,7 @@ class StreamCapture:
         self._mode = _DISCARDING
         self._problem = problem
         self._tail = bytearray(self._read_spill_tail())
+        self._chunk = None  # reads of 64 KiB from here on
 
     def _keep_tail(self, data: _Bytes) -> None:
         room = self._tail_room
@@ -259,6 +260,7 @@ class StreamCapture:
         return Captured(self._join(self._buffer, tail), self.total, True, self._spill_path)
 
     def close(self) -> None:
+        self._chunk = None
         if self._spill_fd >= 0:
             os.close(self._spill_fd)
             self._spill_fd = -1

@@ -257,15 +257,28 @@ async def finish_in_thread(
         result = await asyncio.shield(future)
     except asyncio.CancelledError:
         stop.set()
-        with contextlib.suppress(BlockingIOError):
-            os.write(wake_write, b"x")  # wakes the thread's poll; non-blocking
+        # Wakes the thread's poll. Non-blocking; a thread that has already ended closed the
+        # read end, and the write fails with EPIPE: nothing is left to wake.
+        with contextlib.suppress(OSError):
+            os.write(wake_write, b"x")
+        late: CommandResult | None = None
         with contextlib.suppress(Exception):
-            await asyncio.shield(future)  # the thread kills the process tree, then returns
+            late = await asyncio.shield(future)  # the thread kills the process tree, then returns
+        if late is not None:  # the run ended before the cancel reached it: its result is dropped
+            remove_spill_files(late)
         raise
     finally:
         os.close(wake_write)
     assert result is not None  # None only when stopped, and only a cancellation stops it
     return result
+
+
+def remove_spill_files(result: CommandResult) -> None:
+    """Delete the spill files of a result nobody will read, as a cancelled run leaves none."""
+    for path in (result.stdout_file, result.stderr_file):
+        if path:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _finish(sup: Supervisor, stop: threading.Event, wake_read: int) -> CommandResult | None:

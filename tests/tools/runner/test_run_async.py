@@ -106,3 +106,25 @@ def test_no_marked_process_survives_a_batch() -> None:
     markers = [r.stdout.strip().rsplit(":", 1)[-1] for r in results]
     assert all(len(marker) == 32 for marker in markers)
     assert all(not marked_processes(marker) for marker in markers)
+
+
+def test_a_cancel_after_the_thread_finished_is_a_cancel_and_leaves_no_spill_file(tmp_path: Path) -> None:
+    """Cancelled once its hand-over thread has built the result (the loop was busy and had not
+    delivered it yet): the caller gets CancelledError, not the wake pipe's BrokenPipeError, and
+    the dropped result's spill file is removed like that of any cancelled run."""
+
+    async def cancel_late() -> BaseException | None:
+        task = asyncio.ensure_future(arun_command(
+            "seq 1 200000; sleep 0.2", spill_dir=tmp_path, max_output_chars=300))
+        await asyncio.sleep(0.1)  # spawned, spilled, handed over to its thread
+        time.sleep(0.6)  # the loop is busy elsewhere while the thread finishes the run
+        task.cancel()
+        try:
+            await task
+        except BaseException as exc:  # what the caller sees
+            return exc
+        return None
+
+    raised = asyncio.run(cancel_late())
+    assert isinstance(raised, asyncio.CancelledError), repr(raised)
+    assert list(tmp_path.iterdir()) == []
