@@ -26,8 +26,10 @@ from bashgraph.tools.results import CommandResult, Outcome, clip
 
 TASK_CHARS = 200
 INTERRUPT_CHANNEL = "__interrupt__"
-#: Writes that record how a task went rather than what it wrote (LangGraph's control writes).
-_CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT_CHANNEL, "__resume__"})
+#: Writes that record how a task went rather than what it wrote (LangGraph's control writes),
+#: and new input (`update_state(..., as_node="__input__")` records it on the checkpoint before
+#: the input's own: no node of that checkpoint made it).
+_CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT_CHANNEL, "__resume__", "__start__"})
 #: Writes given to a step from outside (update_state), not by one of its tasks.
 _NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 _TRIGGER_PREFIX = "branch:to:"

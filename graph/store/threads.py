@@ -1,8 +1,10 @@
 """Threads and time travel: list threads, list a thread's checkpoints, fork from one of them.
 
-A fork is a new thread whose first checkpoint holds the values of the chosen checkpoint and
-whose next node is the same, so resuming it continues from that point. Its commands are new
-commands: journal keys include the thread id, so nothing recorded for the original is reused.
+A fork is a new thread that holds the values of the chosen checkpoint and whose next node is
+the same, so resuming it continues from that point (a checkpoint where new input starts a later
+run takes two: the thread so far, then the input). Its commands are new commands: journal keys
+include the thread id, so nothing recorded for the original is reused, and the original's
+background jobs are not the fork's.
 """
 
 from __future__ import annotations
@@ -224,13 +226,13 @@ def fork(
     new_thread_id = new_thread_id or fork_id(thread_id)
     if agent.get_state(thread_config(new_thread_id)).created_at is not None:
         raise ConfigError(f"thread {new_thread_id} already exists; choose another name")
-    values, as_node = _fork_update(source)
     target: RunnableConfig = {
         "configurable": {"thread_id": new_thread_id},
         # Kept in the fork's first checkpoint's metadata; `threads` and `history` show it.
         "metadata": {"forked_from": f"{thread_id}@{checkpoint_id}"},
     }
-    agent.update_state(target, values, as_node=as_node)
+    for values, as_node in _fork_updates(source):
+        agent.update_state(target, values, as_node=as_node)
     landed = agent.get_state(thread_config(new_thread_id)).next
     if tuple(landed) != tuple(source.next):
         # Refused whole: a half-made thread would resume somewhere the source never went.
@@ -249,12 +251,21 @@ def fork_id(thread_id: str) -> str:
     return f"{thread_id}-fork-{uuid.uuid4().hex[:8]}"
 
 
-def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any], str]:
-    """The values to write into the fork, and the node to write them as."""
+def _fork_updates(source: StateSnapshot) -> list[tuple[dict[str, Any], str]]:
+    """The values to write into the fork, each with the node to write them as, in order."""
     if tuple(source.next) == ("__start__",):
-        # The very first checkpoint: the run's input has not been applied yet; replay it.
+        # A run's input, not applied yet: replay it, on top of the thread so far when this is
+        # new input to a thread that had run (the copy of its end, written as a finished one).
         start = next(task for task in source.tasks if task.name == "__start__")
-        return dict(start.result or {}), "__input__"
+        had_run = source.parent_config is not None  # the first checkpoint of a thread has none
+        so_far = [(dict(source.values), _WRITER_OF_NEXT[()])] if had_run else []
+        return [*so_far, (dict(start.result or {}), "__input__")]
+    return [_fork_update(source)]
+
+
+def _fork_update(source: StateSnapshot) -> tuple[dict[str, Any], str]:
+    """The values to write into a fork of a checkpoint between two nodes, and the node to
+    write them as."""
     writer = _WRITER_OF_NEXT.get(tuple(source.next))
     if writer is None:
         raise ConfigError(f"cannot fork a checkpoint whose next step is {source.next}")

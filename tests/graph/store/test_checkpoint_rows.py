@@ -26,13 +26,15 @@ def timed_out() -> AIMessage:
 
 
 def make_threads(db: str, tmp_path: Path) -> Session:
-    """done, paused, aborted, failed-command, tuple-input and forked threads in one database."""
+    """done, paused, aborted, failed-command, tuple-input and forked threads in one database
+    (forks of a thread's first input, of a later input and of a step in between)."""
     steps = [
         calls_reply("echo one", "exit 3"), answer("finished"),  # done, with outcomes
         timed_out(),  # paused at an escalation
         timed_out(),  # aborted by the answer below
         answer("from a tuple"),  # input given as ("user", text)
         answer("fork done"),  # the fork of the first thread, resumed
+        answer("again"),  # new input to the finished first thread
     ]
     config = AgentConfig(workdir=str(tmp_path))
     with open_session(db, model=ScriptedChatModel(steps), config=config) as session:
@@ -46,6 +48,9 @@ def make_threads(db: str, tmp_path: Path) -> Session:
         first = session.history("done")[-1]
         session.fork("done", first.checkpoint_id, "forked-input")
         drain(session, None, "forked")
+        drain(session, {"messages": [HumanMessage("once more")]}, "done")
+        second_start = next(row for row in session.history("done") if row.next == ("__start__",) and row.step > 0)
+        session.fork("done", second_start.checkpoint_id, "forked-second-input")
         return session
 
 
@@ -61,7 +66,7 @@ def test_threads_and_history_equal_the_full_stacks(tmp_path: Path) -> None:
         assert read_history(db, thread_id) == rows, thread_id
     tasks = {info.thread_id: info.task for info in full_threads}
     assert tasks["tuple"] == "a tuple task"
-    assert tasks["forked"] == tasks["forked-input"] == "the first task"
+    assert tasks["forked"] == tasks["forked-input"] == tasks["forked-second-input"] == "the first task"
     outcomes = [row.outcomes for row in full_history["done"] if row.outcomes]
     assert outcomes == ["ok `echo one`; exit_error(3) `exit 3`"]
 

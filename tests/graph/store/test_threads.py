@@ -364,3 +364,26 @@ def test_every_checkpoint_of_a_thread_through_every_node_forks_to_the_same_next_
         for row in rows:
             fork = session.fork(thread, row.checkpoint_id)
             assert session.state(fork).next == row.next, row
+
+
+def test_a_fork_where_a_second_run_starts_keeps_the_thread_so_far(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """New input to a finished thread is saved as a checkpoint about to run `__start__`; its
+    fork holds the conversation and working directory so far, plus the new input, as a resume
+    of the source would."""
+    thread = f"{thread_prefix}-again"
+    (tmp_path / "sub").mkdir()
+    steps = [calls_reply("cd sub"), answer("first"), answer("second"), answer("forked")]
+    with session_for(db_url, steps, tmp_path) as session:
+        drain(session, task("first task"), thread)
+        drain(session, task("second task"), thread)
+        second_start = next(row for row in session.history(thread) if row.next == ("__start__",) and row.step > 0)
+        fork = session.fork(thread, second_start.checkpoint_id)
+        assert session.state(fork).next == ("__start__",)
+        drain(session, None, fork)
+        values = session.state(fork).values
+    texts = [m.content for m in values["messages"] if isinstance(m, (HumanMessage, AIMessage))]
+    assert texts == ["first task", "", "first", "second task", "forked"]
+    assert values["cwd"] == str(tmp_path / "sub")
+    assert values["status"] == "done"
