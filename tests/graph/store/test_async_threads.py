@@ -124,6 +124,9 @@ def test_two_aforks_into_one_id_make_one_whole_thread(db_url: str, thread_prefix
 
 
 def test_a_cancelled_afork_leaves_no_thread(db_url: str, thread_prefix: str, tmp_path: Path) -> None:
+    """Its copy runs on in a worker thread after the cancel; looked at once that copy has had
+    time to end, the thread is still not there (a cancel that did not wait and delete it would
+    leave the copy behind)."""
     thread, target = f"{thread_prefix}-src", f"{thread_prefix}-gone"
 
     async def main() -> list[str]:
@@ -136,6 +139,7 @@ def test_a_cancelled_afork_leaves_no_thread(db_url: str, thread_prefix: str, tmp
             forking.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await forking
+            await asyncio.sleep(1.0)  # a copy still running would have written its thread by now
             assert await session.ahistory(target) == []
             return [t.thread_id for t in await session.athreads()]
 
