@@ -124,6 +124,7 @@ class _SessionParts:
         belongs to the code inside the block (and the tasks it starts): another task or thread
         running the thread on this same session gets ThreadBusyError, like any other worker.
         """
+        self._refuse_if_ended("hold a thread")
         with thread_lock(self.location.target, thread_id):
             token = _HELD.set(_HELD.get() | {(id(self._holder), thread_id)})
             try:
@@ -134,6 +135,7 @@ class _SessionParts:
     def with_config(self, config: AgentConfig) -> Self:
         """This session with its agent rebuilt for `config`: the same model and database, the
         same held threads, and its background jobs stopped when this session's block ends."""
+        self._refuse_if_ended("build an agent")  # its jobs' executor would never be closed
         # The model made for this session serves the new agent too when `config` names the
         # same one: the client is not made, nor the local weights loaded, a second time.
         agent = _build(self.model or self._lazy, config, self.saver, self.journal, self._executors)
@@ -149,16 +151,18 @@ class _SessionParts:
         call ids and the journal could not recognise the commands it already started.
         """
         stream_kwargs.setdefault("durability", "sync")
-        if self._holder.ended:
-            raise StoreError(f"the session of {self.url} has ended; open a new one to run a thread")
+        self._refuse_if_ended("run a thread")
         return _with_thread(config, thread_id), self._hold(thread_id)
 
     def _reading(self) -> AbstractContextManager[None]:
         """Read errors as one line; a session whose block has ended says so (its connections
         are closed: reading through them would look like a damaged database)."""
-        if self._holder.ended:
-            raise StoreError(f"the session of {self.url} has ended; open a new one to use the database")
+        self._refuse_if_ended("use the database")
         return read_errors(self.location)
+
+    def _refuse_if_ended(self, what: str) -> None:
+        if self._holder.ended:
+            raise StoreError(f"the session of {self.url} has ended; open a new one to {what}")
 
     def _hold(self, thread_id: str) -> AbstractContextManager[Any]:
         """The thread's lock, unless a `lock` block of this session already holds it."""

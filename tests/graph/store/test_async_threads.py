@@ -153,11 +153,14 @@ def test_an_ended_session_says_so(db_url: str, tmp_path: Path) -> None:
             return session
 
     session = asyncio.run(main())
-    for late in (session.astate("t"), session.athreads(), session.ahistory("t")):
+    for late in (session.astate("t"), session.athreads(), session.ahistory("t"),
+                 session.afork("t", "c"), drain(session, None, "t")):
         with pytest.raises(StoreError, match="has ended; open a new one"):
             asyncio.run(late)
+    with pytest.raises(StoreError, match="has ended; open a new one"), session.lock("t"):
+        pass
     with pytest.raises(StoreError, match="has ended; open a new one"):
-        asyncio.run(drain(session, None, "t"))
+        session.with_config(AgentConfig(workdir=str(tmp_path)))
 
 
 def test_thread_ids_need_no_private_cursor(

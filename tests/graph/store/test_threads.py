@@ -310,10 +310,18 @@ def test_an_ended_session_says_so(db_url: str, tmp_path: Path) -> None:
     """Its connections are closed: reading through them must not look like a damaged file."""
     with session_for(db_url, [], tmp_path) as session:
         pass
+    executors = len(session._executors)
+
+    def hold() -> None:
+        with session.lock("t"):
+            pass
+
     for late in (lambda: session.state("t"), session.threads, lambda: session.history("t"),
-                 lambda: drain(session, None, "t")):
+                 lambda: drain(session, None, "t"), lambda: session.fork("t", "c"), hold,
+                 lambda: session.with_config(AgentConfig(workdir=str(tmp_path)))):
         with pytest.raises(StoreError, match="has ended; open a new one"):
             late()
+    assert len(session._executors) == executors  # no agent (nor job executor) made after the end
 
 
 def test_a_fork_of_the_checkpoint_after_a_retry_answer_runs_the_retry(
