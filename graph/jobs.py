@@ -28,6 +28,7 @@ import contextlib
 import os
 import queue
 import threading
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, s
 #: Why a job was stopped, as its journal row and the model read it.
 RUN_ENDED = "the run ended"
 WORKER_GONE = "the worker process that ran it stopped"
+#: How a fork's journal records the jobs of the thread it was forked from (`note_source_jobs`).
+FORK_SOURCE = "started by the thread this one was forked from:"
 #: Live tail of a job's output shown per read (the model's result has the capped whole).
 EVENT_TAIL_CHARS = 2048
 _T = TypeVar("_T")
@@ -154,6 +157,11 @@ class RunJobs:
         row = self._row(thread, job_id)
         if row is None:
             return unknown_job(job_id, known)
+        if row.ended and row.ended.startswith(FORK_SOURCE):
+            source = row.ended.removeprefix(FORK_SOURCE).strip()
+            return args_error(f"job {job_id!r} was started by thread {source}, which this thread was "
+                              "forked from; a fork does not own its source's jobs (start the "
+                              "command again here if it is needed)")
         if row.ended and row.ended.startswith(RUN_ENDED):
             return args_error(f"job {job_id!r} belonged to an earlier run of this thread and was "
                               "stopped when that run ended")
@@ -213,6 +221,18 @@ class RunJobs:
         return [{"event": "job_end", "job_id": job.job_id, "state": job.state(),
                  "exit_code": code if code is not None and code >= 0 else None,
                  "signal": -code if code is not None and code < 0 else None}]
+
+
+def note_source_jobs(journal: object, source: str, fork: str) -> None:
+    """Give a new fork the job ids of its source as ended jobs it does not own: its own jobs are
+    numbered on from them (one id never names two jobs in one conversation), and asking for one
+    of them is an args error that says whose it is. Each row gets a marker no process carries,
+    so nothing is ever swept for it."""
+    if not isinstance(journal, JobJournal):
+        return
+    for row in journal.job_rows(source):
+        journal.job_started(fork, JobRow(row.job_id, row.command, f"fork-{uuid.uuid4().hex}", "", None))
+        journal.job_ended(fork, row.job_id, f"{FORK_SOURCE} {source}")
 
 
 def _stop_tables(tables: dict[str, JobTable]) -> None:

@@ -213,7 +213,7 @@ class Session(_SessionParts):
         """
         new_thread_id = new_thread_id or fork_id(thread_id)
         with self._hold(new_thread_id), self._reading():
-            return fork(self.agent, thread_id, checkpoint_id, new_thread_id)
+            return fork(self.agent, thread_id, checkpoint_id, new_thread_id, self.journal)
 
     def _close(self) -> None:
         self._holder.ended = True
@@ -259,7 +259,7 @@ class AsyncSession(_SessionParts):
         """`Session.fork` for asyncio. Cancelled, it waits for the copy to end and removes it:
         a cancelled fork leaves no thread."""
         new_thread_id = new_thread_id or fork_id(thread_id)
-        copy = functools.partial(fork, self.agent, thread_id, checkpoint_id, new_thread_id)
+        copy = functools.partial(fork, self.agent, thread_id, checkpoint_id, new_thread_id, self.journal)
         with self._hold(new_thread_id), self._reading():
             # LangGraph's sync state calls, in a worker thread: the async saver hands each of
             # them to this loop, which is free meanwhile (a fork is a few reads and one write).
@@ -277,6 +277,8 @@ class AsyncSession(_SessionParts):
         await asyncio.wait([copying])
         if not copying.cancelled() and copying.exception() is None:
             await self.saver.adelete_thread(new_thread_id)
+            await in_thread(asyncio.get_running_loop(),
+                            functools.partial(self.journal.delete_thread, new_thread_id))
 
     async def _aclose(self) -> None:
         self._holder.ended = True

@@ -20,6 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from bashgraph.graph.errors import BashgraphError, ConfigError
+from bashgraph.graph.jobs import note_source_jobs
 from bashgraph.graph.store.checkpoint_rows import (
     INTERRUPT_CHANNEL,
     TASK_CHARS,
@@ -217,9 +218,13 @@ def _outcome_lines(results: Iterable[Any]) -> Iterator[str]:
 # -- fork -----------------------------------------------------------------------------------
 def fork(
     agent: CompiledStateGraph[Any, Any, Any, Any], thread_id: str, checkpoint_id: str,
-    new_thread_id: str | None = None,
+    new_thread_id: str | None = None, journal: object = None,
 ) -> str:
-    """Copy checkpoint `checkpoint_id` of `thread_id` into a new thread; return its id."""
+    """Copy checkpoint `checkpoint_id` of `thread_id` into a new thread; return its id.
+
+    With the command `journal`, the new thread also learns the source's job ids, as jobs it
+    does not own (`note_source_jobs`).
+    """
     source = agent.get_state(thread_config(thread_id, checkpoint_id))
     if source.created_at is None:
         raise ConfigError(f"thread {thread_id} has no checkpoint {checkpoint_id}")
@@ -243,6 +248,7 @@ def fork(
             f"of {source.next} (the rules or settings of this process route it differently); "
             "nothing was created"
         )
+    note_source_jobs(journal, thread_id, new_thread_id)
     return new_thread_id
 
 

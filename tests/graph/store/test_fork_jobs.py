@@ -1,0 +1,50 @@
+"""A fork and background jobs: the source's jobs are not the fork's, and no job id names two jobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langgraph.types import Command
+
+from bashgraph.graph import AgentConfig
+from bashgraph.graph.store.session import open_session
+from bashgraph.graph.testing import ScriptedChatModel, answer, call
+
+
+def reply(name: str, call_id: str, **args: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[ToolCall(name=name, args=args, id=call_id, type="tool_call")])
+
+
+def test_a_fork_does_not_own_its_sources_jobs_and_numbers_its_own_on_from_them(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """The source starts job-1 and pauses at an escalation; its fork asks for job-1 (an args
+    error that names the source), starts a job of its own (job-2, not a second job-1), and
+    `bash_kill job-1` there is refused too: the source's job runs on."""
+    source, forked = f"{thread_prefix}-src", f"{thread_prefix}-fork"
+    steps = [
+        reply("bash", "c1", command="exec sleep 300", background=True),
+        AIMessage(content="", tool_calls=[call("sleep 5", timeout=0.3)]),  # escalates: paused
+        reply("bash_output", "c3", job_id="job-1"),  # the fork's replies from here
+        reply("bash", "c4", command="exec sleep 300", background=True),
+        reply("bash_kill", "c5", job_id="job-1"),
+        reply("bash_kill", "c6", job_id="job-2"),
+        answer("fork done"),
+    ]
+    with open_session(db_url, model=ScriptedChatModel(steps), config=AgentConfig(workdir=str(tmp_path))) as session:
+        for _ in session.run({"messages": [HumanMessage("go")]}, source):
+            pass
+        paused = session.history(source)[0]
+        assert paused.next == ("escalate",)
+        session.fork(source, paused.checkpoint_id, forked)
+        for _ in session.run(Command(resume="skip"), forked):
+            pass
+        answers = {m.tool_call_id: m for m in session.state(forked).values["messages"] if isinstance(m, ToolMessage)}
+        assert session.journal.job_rows(source)[0].ended is None  # the source's job-1 still runs
+    for call_id in ("c3", "c5"):
+        assert answers[call_id].artifact["outcome"] == "args_error"
+        assert f"started by thread {source}, which this thread was forked from" in str(answers[call_id].content)
+    assert "job job-2 started" in str(answers["c4"].content)
+    assert answers["c6"].artifact["outcome"] == "ok"  # the fork's own job, stopped by the fork
