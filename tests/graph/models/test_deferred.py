@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from bashgraph.graph import AgentConfig, ConfigError, build_graph, draw, open_session
+from bashgraph.graph import AgentConfig, ConfigError, aopen_session, build_graph, draw, open_session
 from bashgraph.graph.models import factory
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 from tests.support.openai_server import (
@@ -78,8 +78,8 @@ def test_a_run_with_no_model_configured_fails_with_the_one_line_error(
 def test_inspecting_forking_and_drawing_make_no_model(
     made: list[AgentConfig], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A session opened without a model reads state, history and threads and forks a thread;
-    the graph draws. No model is made (none could be: none is configured)."""
+    """A session opened without a model, sync or async, reads state, history and threads and
+    forks a thread; the graph draws. No model is made (none could be: none is configured)."""
     db = str(tmp_path / "runs.sqlite")
     config = AgentConfig(workdir=str(tmp_path))
     with open_session(db, model=ScriptedChatModel([calls_reply("echo hi"), answer("done")]), config=config) as session:
@@ -93,6 +93,16 @@ def test_inspecting_forking_and_drawing_make_no_model(
         before_tools = next(row for row in session.history("t1") if row.next == ("tools",))
         assert session.fork("t1", before_tools.checkpoint_id, "t2") == "t2"
         assert session.state("t2").next == ("tools",)
+
+    async def the_same_async() -> None:
+        async with aopen_session(db) as session:
+            assert (await session.astate("t1")).values["status"] == "done"
+            assert [info.thread_id for info in await session.athreads()] == ["t2", "t1"]
+            before = next(row for row in await session.ahistory("t1") if row.next == ("tools",))
+            assert await session.afork("t1", before.checkpoint_id, "t3") == "t3"
+            assert (await session.astate("t3")).next == ("tools",)
+
+    asyncio.run(the_same_async())
     assert "agent" in str(draw(build_graph(), "mermaid"))
     assert made == []
 

@@ -13,6 +13,7 @@ from bashgraph.tools import run_command
 from bashgraph.tools.runner import capture, spill_prune
 
 WEEK_AND_A_DAY = 8 * 24 * 3600
+WEEK_LESS_AN_HOUR = 7 * 24 * 3600 - 3600
 SPILLS = "head -c 5000 /dev/zero | tr '\\0' a"  # 5,000 chars against a cap of 100
 
 
@@ -35,9 +36,10 @@ def aged(path: Path, seconds: float) -> Path:
 
 
 def test_old_spill_files_go_and_everything_else_stays(default_dir: Path) -> None:
+    """Spill files older than 7 days go (an hour short of that stays); other files stay."""
     old = aged(default_dir / "0a1b2c3d4e5f-stdout-abc123.log", WEEK_AND_A_DAY)
     old_err = aged(default_dir / "0a1b2c3d4e5f-stderr-def456.log", WEEK_AND_A_DAY)
-    recent = aged(default_dir / "0a1b2c3d4e5f-stdout-new789.log", 3600)
+    recent = aged(default_dir / "0a1b2c3d4e5f-stdout-new789.log", WEEK_LESS_AN_HOUR)  # 7 days is the cut
     foreign = aged(default_dir / "notes.txt", WEEK_AND_A_DAY)
     result = run_command(SPILLS, max_output_chars=100)
     assert result.stdout_file is not None
