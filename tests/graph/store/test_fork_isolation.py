@@ -1,14 +1,19 @@
-"""A fork and background jobs: the source's jobs are not the fork's, and no job id names two jobs."""
+"""A fork is a thread of its own: it does not own its source's background jobs (and no job id
+names two jobs), and nobody runs it while it is being made."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig
+from bashgraph.graph.errors import ThreadBusyError
+from bashgraph.graph.store import session as session_module
 from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call
 
@@ -48,3 +53,40 @@ def test_a_fork_does_not_own_its_sources_jobs_and_numbers_its_own_on_from_them(
         assert f"started by thread {source}, which this thread was forked from" in str(answers[call_id].content)
     assert "job job-2 started" in str(answers["c4"].content)
     assert answers["c6"].artifact["outcome"] == "ok"  # the fork's own job, stopped by the fork
+
+
+def test_a_run_of_a_fork_being_made_is_refused(
+    db_url: str, thread_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While `fork` copies, another thread running the new id (on the same session) gets
+    ThreadBusyError, not a turn in a half-made thread; once the fork is made it runs."""
+    source, forked = f"{thread_prefix}-src", f"{thread_prefix}-new"
+    copy = session_module.fork
+    refused: list[BaseException] = []
+
+    def copy_while_someone_runs_it(*args: Any) -> str:
+        made = copy(*args)
+
+        def run_it() -> None:
+            try:
+                for _ in session.run(None, forked):
+                    pass
+            except ThreadBusyError as busy:
+                refused.append(busy)
+
+        runner = threading.Thread(target=run_it)
+        runner.start()
+        runner.join()
+        return made
+
+    with open_session(db_url, model=ScriptedChatModel([answer("ok"), answer("fork ok")]),
+                      config=AgentConfig(workdir=str(tmp_path))) as session:
+        for _ in session.run({"messages": [HumanMessage("t")]}, source):
+            pass
+        first = session.history(source)[-1]
+        monkeypatch.setattr(session_module, "fork", copy_while_someone_runs_it)
+        session.fork(source, first.checkpoint_id, forked)
+        assert [f"thread {forked} is busy" in str(busy) for busy in refused] == [True]
+        for _ in session.run(None, forked):
+            pass
+        assert session.state(forked).values["status"] == "done"
