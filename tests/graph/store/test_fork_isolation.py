@@ -14,6 +14,7 @@ from langgraph.types import Command
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import ThreadBusyError
 from bashgraph.graph.store import session as session_module
+from bashgraph.graph.store import threads
 from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call
 
@@ -61,7 +62,7 @@ def test_a_run_of_a_fork_being_made_is_refused(
     """While `fork` copies, another thread running the new id (on the same session) gets
     ThreadBusyError, not a turn in a half-made thread; once the fork is made it runs."""
     source, forked = f"{thread_prefix}-src", f"{thread_prefix}-new"
-    copy = session_module.fork
+    copy = threads.fork  # what Session.fork calls, under the name it imported
     refused: list[BaseException] = []
 
     def copy_while_someone_runs_it(*args: Any) -> str:
