@@ -99,3 +99,22 @@ def test_an_edited_reply_is_routed_again(tmp_path: Path) -> None:
     edited = AIMessage("", id=reply.id, tool_calls=[call("true", id=reply.tool_calls[0]["id"])])
     agent.update_state(config, {"messages": [edited]})
     assert agent.get_state(config).next == ("tools",)
+
+
+def test_edits_after_tools_and_route_are_routed_again(tmp_path: Path) -> None:
+    """The edges after `tools` and `route` read the hop in state: an edit written as either
+    node, with another hop, sends the run where the edited hop says."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    agent = build_graph(model=ScriptedChatModel([calls_reply("exit 3"), answer("done")]),
+                        config=AgentConfig(workdir=str(tmp_path)), checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("task")]}, config)
+    history = list(agent.get_state_history(config))
+    after_tools = next(s for s in history if s.next == ("route",))
+    after_route = history[history.index(after_tools) - 1]  # newest first: the next checkpoint
+    assert (after_route.next, after_route.values["next_hop"]) == (("agent",), "agent")
+    assert agent.update_state(after_tools.config, {"next_hop": "agent"}, as_node="tools")
+    assert agent.get_state(config).next == ("agent",)
+    assert agent.update_state(after_route.config, {"next_hop": "replan"}, as_node="route")
+    assert agent.get_state(config).next == ("replan",)
