@@ -160,8 +160,8 @@ class RunJobs:
         if row.ended and row.ended.startswith(FORK_SOURCE):
             source = row.ended.removeprefix(FORK_SOURCE).strip()
             return args_error(f"job {job_id!r} was started by thread {source}, which this thread was "
-                              "forked from; a fork does not own its source's jobs (start the "
-                              "command again here if it is needed)")
+                              "forked from (directly or through other forks); a fork does not own "
+                              "its source's jobs (start the command again here if it is needed)")
         if row.ended and row.ended.startswith(RUN_ENDED):
             return args_error(f"job {job_id!r} belonged to an earlier run of this thread and was "
                               "stopped when that run ended")
@@ -232,7 +232,9 @@ def note_source_jobs(journal: object, source: str, fork: str) -> None:
         return
     for row in journal.job_rows(source):
         journal.job_started(fork, JobRow(row.job_id, row.command, f"fork-{uuid.uuid4().hex}", "", None))
-        journal.job_ended(fork, row.job_id, f"{FORK_SOURCE} {source}")
+        # A fork of a fork: a job the source had from its own source keeps naming that one.
+        inherited = row.ended is not None and row.ended.startswith(FORK_SOURCE)
+        journal.job_ended(fork, row.job_id, row.ended if inherited else f"{FORK_SOURCE} {source}")
 
 
 def _stop_tables(tables: dict[str, JobTable]) -> None:

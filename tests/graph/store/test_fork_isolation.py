@@ -28,7 +28,8 @@ def test_a_fork_does_not_own_its_sources_jobs_and_numbers_its_own_on_from_them(
 ) -> None:
     """The source starts job-1 and pauses at an escalation; its fork asks for job-1 (an args
     error that names the source), starts a job of its own (job-2, not a second job-1), and
-    `bash_kill job-1` there is refused too: the source's job runs on."""
+    `bash_kill job-1` there is refused too: the source's job runs on. A fork of that fork
+    still names, for each job, the thread that started it."""
     source, forked = f"{thread_prefix}-src", f"{thread_prefix}-fork"
     steps = [
         reply("bash", "c1", command="exec sleep 300", background=True),
@@ -49,6 +50,11 @@ def test_a_fork_does_not_own_its_sources_jobs_and_numbers_its_own_on_from_them(
             pass
         answers = {m.tool_call_id: m for m in session.state(forked).values["messages"] if isinstance(m, ToolMessage)}
         assert session.journal.job_rows(source)[0].ended is None  # the source's job-1 still runs
+        session.fork(forked, session.history(forked)[0].checkpoint_id, f"{forked}-again")
+        inherited = {row.job_id: row.ended for row in session.journal.job_rows(f"{forked}-again")}
+    # A fork of the fork: job-1 still names the first source, job-2 the fork that started it.
+    assert inherited == {"job-1": f"started by the thread this one was forked from: {source}",
+                         "job-2": f"started by the thread this one was forked from: {forked}"}
     for call_id in ("c3", "c5"):
         assert answers[call_id].artifact["outcome"] == "args_error"
         assert f"started by thread {source}, which this thread was forked from" in str(answers[call_id].content)
