@@ -233,8 +233,8 @@ def note_source_jobs(journal: object, source: str, fork: str) -> None:
     for row in journal.job_rows(source):
         journal.job_started(fork, JobRow(row.job_id, row.command, f"fork-{uuid.uuid4().hex}", "", None))
         # A fork of a fork: a job the source had from its own source keeps naming that one.
-        inherited = row.ended is not None and row.ended.startswith(FORK_SOURCE)
-        journal.job_ended(fork, row.job_id, row.ended if inherited else f"{FORK_SOURCE} {source}")
+        why = row.ended if row.ended and row.ended.startswith(FORK_SOURCE) else f"{FORK_SOURCE} {source}"
+        journal.job_ended(fork, row.job_id, why)
 
 
 def _stop_tables(tables: dict[str, JobTable]) -> None:
