@@ -173,6 +173,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few seconds, for CI")
     quick = parser.parse_args().quick
     steps, rounds = (5, 2) if quick else (20, 11)
+    if quick:
+        print("--quick: a smoke test of the script; 2 rounds of 5 steps are noise, not figures")
     with tempfile.TemporaryDirectory() as tmp:
         row_2(steps, rounds, Path(tmp))
         saver_work(steps, rounds, Path(tmp))
