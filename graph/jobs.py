@@ -132,7 +132,9 @@ class RunJobs:
         with self._lock:
             if key not in self._numbers:
                 known = self.journal.job_rows(key) if self.journal is not None and thread else []
-                self._numbers[key] = len(known)
+                # On from the highest: a refused start leaves a gap, so counting rows would
+                # give an id that is taken.
+                self._numbers[key] = max((_job_number(row.job_id) for row in known), default=0)
             self._numbers[key] += 1
             return f"job-{self._numbers[key]}"
 
@@ -226,15 +228,24 @@ class RunJobs:
 def note_source_jobs(journal: object, source: str, fork: str) -> None:
     """Give a new fork the job ids of its source as ended jobs it does not own: its own jobs are
     numbered on from them (one id never names two jobs in one conversation), and asking for one
-    of them is an args error that says whose it is. Each row gets a marker no process carries,
-    so nothing is ever swept for it."""
-    if not isinstance(journal, JobJournal):
+    of them is an args error that says whose it is. Written in one transaction, already ended,
+    with a marker no process carries: nothing is ever swept for them."""
+    if not isinstance(journal, JobJournal) or not hasattr(journal, "jobs_inherited"):
         return
-    for row in journal.job_rows(source):
-        journal.job_started(fork, JobRow(row.job_id, row.command, f"fork-{uuid.uuid4().hex}", "", None))
+    inherited = [
         # A fork of a fork: a job the source had from its own source keeps naming that one.
-        why = row.ended if row.ended and row.ended.startswith(FORK_SOURCE) else f"{FORK_SOURCE} {source}"
-        journal.job_ended(fork, row.job_id, why)
+        JobRow(row.job_id, row.command, f"fork-{uuid.uuid4().hex}", "",
+               row.ended if row.ended and row.ended.startswith(FORK_SOURCE) else f"{FORK_SOURCE} {source}")
+        for row in journal.job_rows(source)
+    ]
+    if inherited:
+        journal.jobs_inherited(fork, inherited)
+
+
+def _job_number(job_id: str) -> int:
+    """N of `job-N`; 0 for an id of any other shape."""
+    number = job_id.removeprefix("job-")
+    return int(number) if number.isdigit() else 0
 
 
 def _stop_tables(tables: dict[str, JobTable]) -> None:

@@ -100,6 +100,9 @@ _JOB_END = f"UPDATE {JOBS_TABLE} SET ended = ? WHERE thread_id = ? AND job_id = 
 _JOB_ROWS = (f"SELECT job_id, command, marker, owner, ended FROM {JOBS_TABLE} WHERE thread_id = ? "
              "ORDER BY started_at")
 _JOBS_DELETE = f"DELETE FROM {JOBS_TABLE} WHERE thread_id = ?"
+#: Ended rows a fork inherits (`jobs_inherited`); a second copy of the same ids changes nothing.
+_JOB_INHERITED = (f"INSERT INTO {JOBS_TABLE} (thread_id, job_id, command, marker, owner, started_at, ended) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
 
 
 def _entry(store: str, command: str, started_at: float, result_json: str | None, *,
@@ -193,6 +196,14 @@ class SqliteJournal:
             rows = conn.execute(_JOB_ROWS, (thread_id,)).fetchall()
         return [JobRow(*row) for row in rows]
 
+    def jobs_inherited(self, thread_id: str, rows: list[JobRow]) -> None:
+        """Record ended jobs `thread_id` holds no process of, all or none (one transaction)."""
+        values = [_inherited_values(thread_id, row) for row in rows]
+        with self._guard() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(_JOB_INHERITED, values)
+            conn.execute("COMMIT")
+
     def delete_thread(self, thread_id: str) -> None:
         """Forget every command of `thread_id` (with its checkpoints, when a thread is deleted)."""
         with self._guard() as conn:
@@ -274,6 +285,12 @@ class PostgresJournal:
         return [JobRow(row["job_id"], row["command"], row["marker"], row["owner"], row["ended"])
                 for row in rows]
 
+    def jobs_inherited(self, thread_id: str, rows: list[JobRow]) -> None:
+        """Record ended jobs `thread_id` holds no process of, all or none (one transaction)."""
+        values = [_inherited_values(thread_id, row) for row in rows]
+        with self._guard() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(self._sql(_JOB_INHERITED), values)
+
     def delete_thread(self, thread_id: str) -> None:
         """Forget every command of `thread_id` (with its checkpoints, when a thread is deleted)."""
         with self._guard() as conn:
@@ -320,3 +337,7 @@ def open_journal(url: str | None = None) -> Iterator[AnyJournal]:
         yield journal
     finally:
         journal.close()
+
+
+def _inherited_values(thread_id: str, row: JobRow) -> tuple[Any, ...]:
+    return (thread_id, row.job_id, row.command, row.marker, row.owner, time.time(), row.ended)

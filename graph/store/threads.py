@@ -236,6 +236,9 @@ def fork(
         # Kept in the fork's first checkpoint's metadata; `threads` and `history` show it.
         "metadata": {"forked_from": f"{thread_id}@{checkpoint_id}"},
     }
+    # Before the checkpoints: a crash in between leaves job rows of no thread, never a fork
+    # whose own jobs would take the ids of its source's.
+    note_source_jobs(journal, thread_id, new_thread_id)
     for values, as_node in _fork_updates(source):
         agent.update_state(target, values, as_node=as_node)
     landed = agent.get_state(thread_config(new_thread_id)).next
@@ -243,12 +246,13 @@ def fork(
         # Refused whole: a half-made thread would resume somewhere the source never went.
         if agent.checkpointer is not None and not isinstance(agent.checkpointer, bool):
             agent.checkpointer.delete_thread(new_thread_id)
+        if hasattr(journal, "delete_thread"):
+            journal.delete_thread(new_thread_id)
         raise BashgraphError(
             f"cannot fork {thread_id}@{checkpoint_id}: the copy would continue at {landed} instead "
-            f"of {source.next} (the rules or settings of this process route it differently); "
-            "nothing was created"
+            f"of {source.next} (this process routes it differently, or the source was given new "
+            "input while it waited at a question); nothing was created"
         )
-    note_source_jobs(journal, thread_id, new_thread_id)
     return new_thread_id
 
 

@@ -13,6 +13,7 @@ from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import ThreadBusyError
+from bashgraph.graph.jobs import note_source_jobs
 from bashgraph.graph.store import session as session_module
 from bashgraph.graph.store import threads
 from bashgraph.graph.store.session import open_session
@@ -97,3 +98,32 @@ def test_a_run_of_a_fork_being_made_is_refused(
         for _ in session.run(None, forked):
             pass
         assert session.state(forked).values["status"] == "done"
+
+
+def test_job_ids_go_on_from_the_highest_even_after_a_refused_start_and_a_crashed_fork(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """A start refused at the job limit uses a number and writes no row (rows job-1 and job-3):
+    a later run, in a new session, and a fork both number on from job-3, not from the count of
+    rows (which gave job-3 again and failed on the journal's unique key). A fork whose job rows
+    were written before a crash kept it from making its checkpoints is made again cleanly."""
+    source, forked = f"{thread_prefix}-src", f"{thread_prefix}-fork"
+    background = {"command": "exec sleep 300", "background": True}
+    config = AgentConfig(workdir=str(tmp_path), max_jobs=1)
+    first = [reply("bash", "c1", **background), reply("bash", "c2", **background),  # refused
+             reply("bash_kill", "c3", job_id="job-1"), reply("bash", "c4", **background), answer("done")]
+    with open_session(db_url, model=ScriptedChatModel(first), config=config) as session:
+        for _ in session.run({"messages": [HumanMessage("go")]}, source):
+            pass
+        assert [row.job_id for row in session.journal.job_rows(source)] == ["job-1", "job-3"]
+    later = [reply("bash", "d1", **background), answer("done"), reply("bash", "f1", **background), answer("done")]
+    with open_session(db_url, model=ScriptedChatModel(later), config=config) as session:
+        for _ in session.run({"messages": [HumanMessage("again")]}, source):
+            pass
+        assert "job job-4 started" in str(session.state(source).values["messages"][-2].content)
+        end = session.history(source)[0].checkpoint_id
+        note_source_jobs(session.journal, source, forked)  # what a fork killed right after it wrote
+        session.fork(source, end, forked)
+        for _ in session.run({"messages": [HumanMessage("in the fork")]}, forked):
+            pass
+        assert "job job-5 started" in str(session.state(forked).values["messages"][-2].content)
