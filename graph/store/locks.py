@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,6 +108,10 @@ def _still_linked(fd: int, path: Path) -> bool:
 
 #: How long a lock with no live holder may take to be released (its backend is exiting).
 RELEASE_WAIT_S = 1.0
+#: How long releasing a lock may wait for the server's answer. On a network gone silent the
+#: answer would never come and the run would wait for the kernel's TCP timeout (about 15
+#: minutes) before returning; past this wait the connection is cut instead (see `_unlock`).
+UNLOCK_WAIT_S = 5.0
 
 # -- PostgreSQL: a session advisory lock ----------------------------------------------------
 _HOLDER_SQL = """
@@ -155,13 +160,55 @@ def _take_when_released(conn: psycopg.Connection[Any], key: int) -> bool:
 
 def _unlock(conn: psycopg.Connection[Any], key: int) -> None:
     """Release the lock before the connection closes. Closing alone releases it only when the
-    server has ended the session, which can be after the next worker asked for it."""
+    server has ended the session, which can be after the next worker asked for it.
+
+    A server that does not answer within `UNLOCK_WAIT_S` gets its connection cut: the call
+    returns, and the server drops the lock when it sees the session end: at once if the cut
+    reaches it; on a silent network, when its TCP keepalive gives up on the client (the
+    server's `tcp_keepalives_*` settings; over two hours with Linux's defaults).
+    """
     import psycopg  # deferred like every PostgreSQL import: loaded by now, by the connection
 
+    cutoff = _Cutoff(conn.fileno())
+    timer = threading.Timer(UNLOCK_WAIT_S, cutoff.fire)
+    timer.daemon = True
+    timer.start()
     try:
         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     except psycopg.Error:
-        return  # the connection is gone: its session, and the lock with it, are ending anyway
+        return  # the connection is gone or was cut: its session, and the lock with it, end
+    finally:
+        cutoff.disarm()
+        timer.cancel()
+
+
+class _Cutoff:
+    """Shuts a connection's socket down from a timer thread, unless disarmed first.
+
+    Once disarmed it never touches the descriptor again: the connection may be closed by
+    then, and its number reused by an unrelated file.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._armed = True
+        self._lock = threading.Lock()
+
+    def fire(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return
+            try:
+                # A duplicate descriptor, so closing it leaves the connection's own alone; a
+                # shutdown acts on the connection itself and wakes the call waiting on it.
+                with socket.socket(fileno=os.dup(self._fd)) as sock:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the other side: the waiting call has returned
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
 
 
 def _advisory_holder(conn: psycopg.Connection[Any], key: int) -> str | None:

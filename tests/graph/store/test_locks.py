@@ -7,13 +7,16 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from bashgraph.graph.errors import ThreadBusyError
 from bashgraph.graph.store.locks import lock_key, lock_path, thread_lock
+from tests.support.silent_proxy import silent_proxy
 
 HOLD = (
     "import sys, time\n"
@@ -156,3 +159,47 @@ def test_a_lock_held_past_the_wait_is_still_busy(postgres_url: str, monkeypatch:
             pass
     finally:
         conn.close()
+
+
+def test_a_release_the_server_never_answers_returns_and_the_lock_ends_with_the_session(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A network that goes silent while a thread is held: leaving the block still returns,
+    after UNLOCK_WAIT_S, not after the kernel's TCP timeout. The server still holds the
+    session, so the thread stays busy (honestly, naming its holder) until the server sees the
+    session end; then it is free."""
+    from bashgraph.graph.store import locks
+
+    monkeypatch.setattr(locks, "UNLOCK_WAIT_S", 0.5)
+    thread = f"silent-{os.urandom(6).hex()}"
+    server = urlsplit(postgres_url)
+    with silent_proxy((server.hostname or "127.0.0.1", server.port or 5432)) as proxy:
+        user = f"{server.username}@" if server.username else ""
+        through_proxy = urlunsplit(server._replace(netloc=f"{user}127.0.0.1:{proxy.port}"))
+        left = threading.Event()
+
+        def hold_then_go_silent() -> None:
+            with thread_lock(through_proxy, thread):
+                proxy.silence()
+            left.set()
+
+        started = time.monotonic()
+        threading.Thread(target=hold_then_go_silent, daemon=True).start()
+        assert left.wait(10), "leaving the block waited for a server that never answers"
+        assert time.monotonic() - started < 5
+        with pytest.raises(ThreadBusyError, match=f"pid {os.getpid()}"), thread_lock(postgres_url, thread):
+            pass
+        proxy.cut_upstream()  # what the server's keepalive would do: the session ends
+        _take_within(postgres_url, thread, seconds=10)
+
+
+def _take_within(url: str, thread: str, *, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with thread_lock(url, thread):
+                return
+        except ThreadBusyError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
