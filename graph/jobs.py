@@ -11,10 +11,10 @@ Every job belongs to the run (the thread) whose `bash` call started it. `RunJobs
   environment fault — the nodes that set a final status call `end_run` — and when the process
   stops serving it: Ctrl-C (the session closes, `close` stops everything), a crash of the run,
   the interpreter's exit;
-* on the first call of a thread in this process, `recover` sweeps the jobs of a worker that died
-  (a crash, `kill -9`): every process carrying such a job's marker is stopped and the job is
-  recorded as interrupted. Asked about later, it reads as `spawn_error/interrupted`; it is never
-  started again.
+* on the first call of a thread after this process took its lock (a session calls `forget`),
+  `recover` sweeps the jobs of a worker that died (a crash, `kill -9`): every process carrying
+  such a job's marker is stopped and the job is recorded as interrupted. Asked about later,
+  it reads as `spawn_error/interrupted`; it is never started again.
 
 A thread paused for a person keeps its jobs while the process that paused it lives (the CLI,
 asking on the terminal). When that process exits, they are stopped with it; a later resume finds
@@ -196,11 +196,19 @@ class RunJobs:
         for thread in threads:
             self.end_run(thread or None, why=why)
 
+    def forget(self, thread: str) -> None:
+        """This process takes `thread` again (its lock): another worker may have run it since,
+        started jobs (so the next number is read from the journal again) and died leaving them
+        (so the sweep runs again). This process's own jobs of the thread are kept."""
+        with self._lock:
+            self._numbers.pop(thread, None)
+            self._recovered.discard(thread)
+
     def needs_recovery(self, thread: str | None) -> bool:
         return thread is not None and self.journal is not None and thread not in self._recovered
 
     def recover(self, thread: str | None) -> None:
-        """Once per thread: stop the jobs a dead worker left, and record them as interrupted."""
+        """Once per hold of the thread: stop the jobs a dead worker left, record them as interrupted."""
         if not self.needs_recovery(thread):
             return
         assert thread is not None

@@ -125,7 +125,7 @@ class _SessionParts:
         running the thread on this same session gets ThreadBusyError, like any other worker.
         """
         self._refuse_if_ended("hold a thread")
-        with thread_lock(self.location.target, thread_id):
+        with self._take(thread_id):
             token = _HELD.set(_HELD.get() | {(id(self._holder), thread_id)})
             try:
                 yield
@@ -167,7 +167,16 @@ class _SessionParts:
     def _hold(self, thread_id: str) -> AbstractContextManager[Any]:
         """The thread's lock, unless a `lock` block of this session already holds it."""
         held = (id(self._holder), thread_id) in _HELD.get()
-        return nullcontext() if held else thread_lock(self.location.target, thread_id)
+        return nullcontext() if held else self._take(thread_id)
+
+    @contextmanager
+    def _take(self, thread_id: str) -> Iterator[None]:
+        """The thread's lock. Other workers may have run the thread since this process last
+        held it: what its agents remember of the thread's jobs is read from the journal again."""
+        with thread_lock(self.location.target, thread_id):
+            for executor in self._executors:
+                executor.jobs.forget(thread_id)
+            yield
 
 
 @dataclass
