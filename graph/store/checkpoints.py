@@ -17,8 +17,10 @@ stores only the messages written in its step, so size grows linearly.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -171,6 +173,59 @@ async def aconnect_postgres(conninfo: str) -> psycopg.AsyncConnection[Any]:
         raise StoreError(f"checkpoint database {_hide_password(conninfo)}: {first_line(exc)}") from None
 
 
+#: The advisory lock that setting a PostgreSQL database up holds: workers that open a fresh
+#: database at the same moment would otherwise race on its tables, types and LangGraph's
+#: migrations table (duplicate keys, a deadlock). A thread lock's key (a hash) never equals it.
+SETUP_LOCK_KEY = 3308944296653154149
+#: How long a worker waits for another to finish setting the database up.
+SETUP_WAIT_S = 60.0
+_TRY_SETUP = "SELECT pg_try_advisory_lock(%s) AS ok"
+_END_SETUP = "SELECT pg_advisory_unlock(%s)"
+
+
+@contextmanager
+def setting_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Hold the database's set-up lock for the block (one worker sets up at a time).
+
+    Waited for by polling, never by a blocking `pg_advisory_lock`: LangGraph's migrations run
+    `CREATE INDEX CONCURRENTLY`, which waits for every transaction already running to end; a
+    worker blocked in `pg_advisory_lock` is such a transaction, and the server then reports a
+    deadlock. Short tries end at once."""
+    deadline = time.monotonic() + SETUP_WAIT_S
+    while not _took(conn.execute(_TRY_SETUP, (SETUP_LOCK_KEY,)).fetchone()):
+        _still_waiting_for_setup(deadline)
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
+
+
+@asynccontextmanager
+async def asetting_up(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
+    """`setting_up` for an async connection."""
+    deadline = time.monotonic() + SETUP_WAIT_S
+    while not _took(await (await conn.execute(_TRY_SETUP, (SETUP_LOCK_KEY,))).fetchone()):
+        _still_waiting_for_setup(deadline)
+        await asyncio.sleep(0.05)
+    try:
+        yield
+    finally:
+        await conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
+
+
+def _took(row: Any) -> bool:
+    return bool(row and row["ok"])
+
+
+def _still_waiting_for_setup(deadline: float) -> None:
+    import psycopg
+
+    if time.monotonic() > deadline:  # a psycopg error: `postgres_errors` names the database
+        raise psycopg.OperationalError(f"another worker has been setting the database up for "
+                                       f"{SETUP_WAIT_S:.0f} s and has not finished")
+
+
 def _connect_defaults(conninfo: str) -> dict[str, Any]:
     from psycopg.conninfo import conninfo_to_dict
 
@@ -239,7 +294,7 @@ def open_checkpointer(url: str | None = None) -> Iterator[BaseCheckpointSaver[An
 
         with connect_postgres(location.target) as pg:
             postgres = PostgresSaver(pg)
-            with postgres_errors(location.label):
+            with postgres_errors(location.label), setting_up(pg):
                 postgres.setup()
             yield postgres
 
@@ -265,7 +320,8 @@ async def aopen_checkpointer(url: str | None = None) -> AsyncIterator[BaseCheckp
         async with await aconnect_postgres(location.target) as pg:
             postgres = AsyncPostgresSaver(pg)
             with postgres_errors(location.label):
-                await postgres.setup()
+                async with asetting_up(pg):
+                    await postgres.setup()
             yield postgres
 
 

@@ -41,6 +41,7 @@ from bashgraph.graph.store.checkpoints import (
     connect_sqlite,
     locate,
     postgres_errors,
+    setting_up,
     sqlite_errors,
 )
 from bashgraph.graph.store.group_commit import GroupCommit, discard_unfinished
@@ -222,7 +223,7 @@ class PostgresJournal:
         self.label = locate(conninfo).label
         self._lock = threading.Lock()
         self._conn = connect_postgres(conninfo)
-        with self._guard() as conn:
+        with self._guard() as conn, setting_up(conn):
             _create_table(conn)
 
     @contextmanager

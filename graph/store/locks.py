@@ -11,6 +11,7 @@ worker gets `ThreadBusyError` before it executes anything.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -119,6 +120,7 @@ SELECT a.pid, a.application_name, a.client_addr::text AS client_addr
 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s
   AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 """
 
 
@@ -126,8 +128,10 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s
 def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
     key = lock_key(thread_id)
     # The name shows up in pg_stat_activity, so a busy error can say who holds the thread.
-    with connect_postgres(location.target, application_name=f"bashgraph {_holder()}") as conn:
+    with connect_postgres(location.target, application_name=f"bashgraph {_holder()}",
+                          **_keep_alive(location.target)) as conn:
         with postgres_errors(location.label):
+            _never_idle_out(conn)
             if not _try_advisory(conn, key):
                 holder = _advisory_holder(conn, key)
                 # No backend holds it any more: its holder was ending (a killed worker's backend
@@ -138,6 +142,32 @@ def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
             yield
         finally:
             _unlock(conn, key)
+
+
+def _keep_alive(conninfo: str) -> dict[str, Any]:
+    """TCP keepalives every minute on the lock's connection, unless the URL sets its own: it is
+    idle for the whole run, and a NAT or load balancer that drops idle connections (often after
+    five minutes) would end the session, and the lock with it, while the run goes on."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(conninfo)
+    except Exception:
+        return {}  # psycopg's own connect reports the bad URL in its words
+    return {} if any(name.startswith("keepalives") for name in given) else _KEEPALIVES
+
+
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 60, "keepalives_interval": 10, "keepalives_count": 6}
+
+
+def _never_idle_out(conn: psycopg.Connection[Any]) -> None:
+    """Exempt the lock's session from the server's `idle_session_timeout` (PostgreSQL 14 and
+    later), which would end it, and the lock with it, while the run goes on: the run uses
+    its other connections, this one only waits."""
+    import psycopg
+
+    with contextlib.suppress(psycopg.errors.UndefinedObject):  # an older server has no such timeout
+        conn.execute("SET idle_session_timeout = 0")
 
 
 def _try_advisory(conn: psycopg.Connection[Any], key: int) -> bool:

@@ -190,12 +190,12 @@ class Session(_SessionParts):
         A generator: the thread lock is taken when iteration starts and held until it ends
         or the generator is closed. Yields exactly what `agent.stream` yields. `config` may
         name a `checkpoint_id` to continue from instead of the thread's latest checkpoint.
-        New input to a thread stopped mid-run or waiting for an answer raises
-        UnfinishedThreadError.
+        New input (a dict, or a `Command` with no `resume`) to a thread stopped mid-run or
+        waiting for an answer raises UnfinishedThreadError.
         """
         run_config, hold = self._start_run(thread_id, config, stream_kwargs)
         with hold, store_errors(self.location):
-            if isinstance(inputs, dict):
+            if _is_new_input(inputs):
                 _refuse_if_unfinished(thread_id, self.agent.get_state(run_config))
             yield from self.agent.stream(cast(Any, inputs), run_config, **stream_kwargs)
 
@@ -244,7 +244,7 @@ class AsyncSession(_SessionParts):
         """
         run_config, hold = self._start_run(thread_id, config, stream_kwargs)
         with hold, store_errors(self.location):
-            if isinstance(inputs, dict):
+            if _is_new_input(inputs):
                 _refuse_if_unfinished(thread_id, await self.agent.aget_state(run_config))
             async for chunk in self.agent.astream(cast(Any, inputs), run_config, **stream_kwargs):
                 yield chunk
@@ -305,6 +305,12 @@ def _build(model: BaseChatModel | LazyModel | None, config: AgentConfig, saver: 
         agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
     executors.extend(built)
     return agent
+
+
+def _is_new_input(inputs: RunInput) -> bool:
+    """A dict, or a Command that answers nothing (`update` or `goto` alone): either starts
+    from the thread's state as new input does, and must not land in an unfinished step."""
+    return isinstance(inputs, dict) or (isinstance(inputs, Command) and inputs.resume is None)
 
 
 def _refuse_if_unfinished(thread_id: str, snapshot: StateSnapshot) -> None:

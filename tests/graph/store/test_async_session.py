@@ -118,6 +118,8 @@ def test_new_input_to_an_unfinished_thread_is_refused(db_url: str, thread_prefix
             await drain(session, task("sleep"), thread)
             with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
                 await drain(session, task("something else"), thread)
+            with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
+                await drain(session, Command(update=task("something else")), thread)
             await drain(session, Command(resume="skip"), thread)
             return str((await session.astate(thread)).values["status"])
 

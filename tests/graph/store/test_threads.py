@@ -87,6 +87,9 @@ def test_new_input_to_a_paused_thread_is_refused_and_loses_nothing(
         before = session.state(thread)
         with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
             drain(session, task("something else"), thread)
+        for given_as_command in (Command(update=task("something else")), Command(goto="agent")):
+            with pytest.raises(UnfinishedThreadError, match="waits for an answer"):
+                drain(session, given_as_command, thread)
         after = session.state(thread)
         assert after.values["messages"] == before.values["messages"]
         assert [i.id for i in after.interrupts] == [i.id for i in before.interrupts]
