@@ -1,23 +1,32 @@
-"""Time of the printed-text sanitiser (`bashgraph.tools.safety.visible`) as the text grows.
+"""Time of the printed-text sanitiser (`bashgraph.tools.safety.visible`), and of the terminal's
+other readers of model text, as the text grows.
 
 Adversarial shapes at 10 KB, 100 KB and 1 MB: no control at all, every character an ESC, an
 escape sequence per 5 characters, bidi overrides and zero-width characters, line feeds in
-`one_line`. Printed: µs per KB at each size, the growth of time per KB from the smallest to the
-largest size (1.0 is linear; quadratic would be 100), and the time relative to an anchor
-measured in the same rounds: `str.encode("utf-8")` of the same 1 MB text, one C loop over every
-character.
+`one_line`; then what the terminal does with the same sizes: a command's output that is one
+endless line, fed in 4 KB chunks to the live area; a runaway reply streamed in 4-character
+tokens; a final answer of character references, comments and markup rendered as Markdown
+(`safe_markdown`, to a console in memory). Printed: µs per KB at each size, the growth of time
+per KB from the smallest to the largest size (1.0 is linear; quadratic would be 100), and the
+time relative to an anchor measured in the same rounds: `str.encode("utf-8")` of the same 1 MB
+text, one C loop over every character.
 
     python benchmarks/bench_visible.py            # 7 rounds
-    python benchmarks/bench_visible.py --quick    # 2 rounds (CI smoke, < 5 s)
+    python benchmarks/bench_visible.py --quick    # 2 rounds (CI smoke, about 20 s: the Markdown)
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
 import time
 from collections.abc import Callable
 
+from rich.console import Console
+
+from bashgraph.graph.cli.markdown import safe_markdown
+from bashgraph.graph.cli.terminal import TerminalRenderer, _Running
 from bashgraph.tools.safety.visible import one_line, visible
 
 SIZES = (10_000, 100_000, 1_000_000)
@@ -30,7 +39,36 @@ SHAPES: dict[str, str] = {
 }
 
 
-def sanitise(shape: str) -> Callable[[str], str]:
+#: The terminal's readers: (name, the repeated unit, what reads the text).
+READERS: dict[str, tuple[str, Callable[[str], object]]] = {}
+
+
+def live_output(text: str) -> None:
+    run = _Running("cmd", 0.0)
+    for start in range(0, len(text), 4096):
+        run.add_output("stdout", text[start:start + 4096])
+
+
+def live_tokens(text: str) -> None:
+    renderer = TerminalRenderer(Console(file=io.StringIO(), color_system=None))
+    for start in range(0, len(text), 4):
+        renderer._on_model_token({"text": text[start:start + 4]})
+
+
+def final_answer(text: str) -> None:
+    Console(file=io.StringIO(), width=100, color_system=None).print(safe_markdown(text))
+
+
+READERS.update({
+    "live: endless line": ("abcdefghij", live_output),
+    "live: model tokens": ("word \x1b[2K", live_tokens),
+    "final answer (md)": ("&#x202E;a *b* `c` <!-- d -->\n", final_answer),
+})
+
+
+def sanitise(shape: str) -> Callable[[str], object]:
+    if shape in READERS:
+        return READERS[shape][1]
     return one_line if shape.startswith("lines") else visible
 
 
@@ -46,7 +84,7 @@ def main() -> None:
     rounds = 2 if parser.parse_args().quick else 7
     print(f"{'shape':<18}" + "".join(f"{f'{size // 1000} KB µs/KB':>16}" for size in SIZES)
           + f"{'growth':>8}{'x anchor (1 MB)':>17}")
-    for shape, unit in SHAPES.items():
+    for shape, unit in [*SHAPES.items(), *((name, unit) for name, (unit, _) in READERS.items())]:
         texts = {size: (unit * (size // len(unit) + 1))[:size] for size in SIZES}
         ours: dict[int, list[float]] = {size: [] for size in SIZES}
         anchor: list[float] = []

@@ -20,7 +20,6 @@ from typing import Any, TextIO, cast
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.spinner import Spinner
@@ -28,6 +27,7 @@ from rich.text import Text
 
 from bashgraph.graph import FINAL_STATUSES
 from bashgraph.graph.cli import questions
+from bashgraph.graph.cli.markdown import safe_markdown
 from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
 from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
@@ -35,6 +35,10 @@ from bashgraph.tools.safety import one_line, visible
 
 TAIL_LINES = 4
 TOKEN_LINES = 3
+#: What the live area keeps of one line of output, or of the model's words: no terminal is
+#: wider, and an endless line (no newline in megabytes) then costs nothing per event.
+LINE_CHARS = 1024
+TOKEN_CHARS = TOKEN_LINES * LINE_CHARS
 #: Badge colours by the badge's first word; every spawn error (timeout, not found, ...) is red.
 _BADGE_STYLE = {"ok": "green", "exit": "yellow", "bad": "magenta"}
 _END_STYLE = {"done": "bold green", "paused": "bold yellow", "interrupted": "bold yellow",
@@ -57,10 +61,15 @@ class _Running:
     partial: dict[str, str] = field(default_factory=dict)
 
     def add_output(self, stream: str, text: str) -> None:
-        lines = (self.partial.pop(stream, "") + text).split("\n")
-        self.partial[stream] = lines.pop()
-        for line in lines:
-            self.tail.append(("! " if stream == "stderr" else "") + one_line(line))
+        """Each line's start only (`LINE_CHARS`), and only the lines the tail can show."""
+        *ended, rest = text.split("\n")
+        start = self.partial.pop(stream, "")
+        if ended:
+            ended[0] = start + ended[0][:LINE_CHARS]
+            for line in ended[-TAIL_LINES:]:
+                self.tail.append(("! " if stream == "stderr" else "") + one_line(line[:LINE_CHARS]))
+            start = ""
+        self.partial[stream] = (start + rest[:LINE_CHARS])[:LINE_CHARS]
 
 
 class TerminalRenderer:
@@ -94,7 +103,7 @@ class TerminalRenderer:
                 self._spinner.update(text=Text(self._waiting, style="dim"))
                 parts.append(self._spinner)
                 tokens = self._tokens.strip().split("\n")[-TOKEN_LINES:]
-                parts.extend(Text("  " + one_line(line), style="italic dim") for line in tokens if line)
+                parts.extend(self._fit(Text("  " + one_line(line), style="italic dim")) for line in tokens if line)
             return Group(*parts)
 
     def _fit(self, text: Text, margin: int = 0) -> Text:
@@ -128,15 +137,15 @@ class TerminalRenderer:
                                          (one_line(f"  model {event.get('model')}"), "dim")))
 
     def _on_model_token(self, event: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._tokens += str(event["text"])
+        with self._lock:  # the latest words only: a runaway reply is not copied whole per token
+            self._tokens = (self._tokens + str(event["text"])[-TOKEN_CHARS:])[-TOKEN_CHARS:]
 
     def _on_model_reply(self, event: Mapping[str, Any]) -> None:
         with self._lock:
             self._tokens = ""
         text = visible(str(event.get("text") or "").strip())
         if not event.get("tool_calls"):
-            answer = Markdown(text, hyperlinks=False)
+            answer = safe_markdown(text)
             self.console.print(Panel(answer, title="final answer", title_align="left", border_style="green"))
         elif text:
             self.console.print(Text.assemble((f"model · step {event.get('step')}  ", "bold blue"), text))

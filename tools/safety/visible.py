@@ -12,6 +12,8 @@ and command output (`capture.safe_text` removes colour codes first, then calls `
   isolates (U+202A–U+202E, U+2066–U+2069, "Trojan Source"), direction marks, zero-width space,
   word joiner and invisible operators, the byte order mark, line and paragraph separators, soft
   hyphen, interlinear annotations and tag characters (U+E0000–U+E007F, invisible ASCII).
+* Lone surrogates (U+D800–U+DFFF: what Python makes of bytes that were not UTF-8, in a command
+  line argument or a file name) are `�`: they cannot be written to a UTF-8 terminal at all.
   Zero-width joiners (U+200C, U+200D) stay: emoji and many scripts need them, and they hide
   nothing.
 
@@ -35,6 +37,7 @@ _HIDING = (
     (0x00AD, 0x00AD), (0x061C, 0x061C), (0x180E, 0x180E), (0x200B, 0x200B), (0x200E, 0x200F),
     (0x2028, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
     (0xE0000, 0xE007F),
+    (0xD800, 0xDFFF),  # lone surrogates: bytes that were not UTF-8 (no terminal can be sent them)
 )
 
 
