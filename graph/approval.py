@@ -129,14 +129,25 @@ def read_verdicts(answer: Any, call_ids: list[str]) -> dict[str, Verdict]:
     return dict.fromkeys(call_ids, verdict)
 
 
+def _edited_command(command: Any) -> str:
+    """The command of an edit: text, not empty, that can be handed to a shell."""
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError(f"unreadable approval answer: an edit's command must be a non-empty string, got {command!r}")
+    try:
+        command.encode()
+    except UnicodeEncodeError:
+        raise ValueError("unreadable approval answer: an edit's command is not valid UTF-8 text") from None
+    return command
+
+
 def read_verdict(answer: Any) -> Verdict:
     """"approve" / True / "yes", "reject" / False / "no", or a dict with action and details."""
     if isinstance(answer, bool):
         return Verdict("approve" if answer else "reject")
     if isinstance(answer, dict):
         action = str(answer.get("action", "")).lower()
-        if action == "edit" and str(answer.get("command", "")).strip():
-            return Verdict("edit", command=str(answer["command"]))
+        if action == "edit":
+            return Verdict("edit", command=_edited_command(answer.get("command")))
         if action in ("approve", "reject"):
             return Verdict(action, message=str(answer.get("message") or ""))
         raise ValueError(f"unreadable approval answer {answer!r}: action must be one of {APPROVAL_CHOICES}")

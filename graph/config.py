@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
@@ -141,12 +142,36 @@ class AgentConfig:
             )
         if self.timeout_s > self.max_timeout_s:
             raise ConfigError("timeout_s cannot exceed max_timeout_s")
+        _check_not_negative(self, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
+                            "failure_history", "model_max_retries")
+        if self.base_url is not None:
+            _check_url(self.base_url)
 
 
 def _check_positive(config: AgentConfig, *names: str) -> None:
     for name in names:
-        if getattr(config, name) <= 0:
-            raise ConfigError(f"{name} must be positive, got {getattr(config, name)!r}")
+        value = getattr(config, name)
+        if not value > 0:  # `not >`, not `<=`: NaN is no number of seconds either
+            raise ConfigError(f"{name} must be positive, got {value!r}")
+
+
+def _check_not_negative(config: AgentConfig, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not value >= 0:
+            raise ConfigError(f"{name} must be zero or more, got {value!r}")
+
+
+def _check_url(url: str) -> None:
+    """An http(s) URL with a host: checked here so a bad one is a setting's error, not the
+    HTTP client's traceback at the first request."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - reading it checks the port
+    except ValueError as exc:
+        raise ConfigError(f"base_url {url!r} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"base_url must be an http:// or https:// URL with a host, got {url!r}")
 
 
 def _parse(name: str, annotation: object, raw: str, separator: str) -> Any:

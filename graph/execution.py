@@ -150,7 +150,8 @@ class Executor:
             return plan
         if plan.background:
             request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.options)
-            answer = self.jobs.start(request, ctx.thread_id, plan.call_id)
+            # The event names the call as the call's other events do (not by its journal key).
+            answer = self.jobs.start(request, ctx.thread_id, call.get("id") or "")
             return self._finish(plan, self._emitted(answer, on_event))
         result = run_command(plan.command, cwd=plan.cwd or setup.workdir,
                              on_output=self._live(on_output), options=setup.options,
@@ -181,7 +182,7 @@ class Executor:
             return plan
         if plan.background:
             request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.loop_options)
-            start = functools.partial(self.jobs.start, request, ctx.thread_id, plan.call_id)
+            start = functools.partial(self.jobs.start, request, ctx.thread_id, call.get("id") or "")
             started = self._emitted(await in_thread(loop, start), on_event)
             return await self._journaled(ctx, functools.partial(self._finish, plan, started))
         result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,

@@ -8,6 +8,7 @@ quick. Exit statuses and the `--json` event schema are documented in docs/cli.md
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -27,17 +28,55 @@ ANSWER_HELP = ("answer to the pending question: retry, skip, abort or a hint (en
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `bashgraph` console script; returns the exit status."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command set up its own handling (imports, set-up)
+        return ExitStatus.INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or a usage error (2)
         return exit_.code if isinstance(exit_.code, int) else ExitStatus.USAGE
+    undecodable = _not_utf8(args)
+    if undecodable:
+        print(f"bashgraph: error: {undecodable} is not valid UTF-8 text", file=sys.stderr)
+        return ExitStatus.USAGE
     handler: Handler = args.handler
     if args.command in ("run", "resume"):  # the commands that start shell commands
         from bashgraph.tools.safety import protect_secrets
 
         protect_secrets()  # what commands can read of this process: see docs/safety.md
-    return handler(args)
+    try:
+        return handler(args)
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """The first argument Python could only decode with lone surrogates (bytes that are not
+    UTF-8), by its name: a task or thread id like that cannot be sent to a model or printed."""
+    for name, value in vars(args).items():
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode()
+                except UnicodeEncodeError:
+                    return name.replace("_", " ")
+    return None
+
+
+def _output_closed() -> int:
+    """stdout was closed under us (`bashgraph threads | head -1`): stop quietly, as other tools
+    do (a run says where it stopped on stderr first: graph/cli/run.py)."""
+    import os
+
+    with contextlib.suppress(OSError):
+        # The interpreter's last flush of stdout would fail again, with a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return ExitStatus.PIPE_CLOSED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,7 +212,7 @@ def new_thread_id() -> str:
 
 def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
     """Settings from flags and environment, the model, and the renderer; or a usage error."""
-    from bashgraph.graph import AgentConfig, ConfigError, make_policy
+    from bashgraph.graph import AgentConfig, ConfigError, StoreError, make_policy
     from bashgraph.graph.cli.run import RunSettings
     from bashgraph.graph.models import make_chat_model, model_notice
     from bashgraph.tools.safety import PolicyError
@@ -191,11 +230,11 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
         if notice:
             print(notice, file=sys.stderr)
         model = make_chat_model(config)
-    except (ConfigError, PolicyError) as exc:
+        hint = ResumeHint(repeated_options(args))  # reads --db: a URL it cannot place is an error
+    except (ConfigError, PolicyError, StoreError) as exc:
         print(f"bashgraph: error: {one_line(str(exc))}", file=sys.stderr)
         return ExitStatus.USAGE
     renderer, tokens, ask = _renderer(args.json)
-    hint = ResumeHint(repeated_options(args))
     return RunSettings(db=args.db, config=config, model=model, renderer=renderer, hint=hint,
                        tokens=tokens, ask=ask)
 

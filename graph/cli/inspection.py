@@ -96,9 +96,9 @@ def _print(table: Table, as_json: bool) -> None:
 
 def fork_thread(session: Session, args: argparse.Namespace) -> int:
     new_thread = session.fork(args.thread, args.checkpoint, args.new_thread)
-    print(new_thread)
+    print(one_line(new_thread))  # an id made from the source's: it may hold anything the source's did
     hint = ResumeHint(("--db", absolute(args.db)) if args.db else ())
-    print(f"continue it with: {hint.command(new_thread)}", file=sys.stderr)
+    print(one_line(f"continue it with: {hint.command(new_thread)}"), file=sys.stderr)
     return ExitStatus.OK
 
 
@@ -114,7 +114,10 @@ def draw_graph(format: str, output: str | None) -> int:
         picture = draw(build_graph(), format)  # type: ignore[arg-type]  # argparse checked it
     data = picture.encode() if isinstance(picture, str) else picture
     if output:
-        Path(output).write_bytes(data)
+        try:
+            Path(output).write_bytes(data)
+        except OSError as exc:
+            return _fail(f"cannot write {output}: {exc.strerror}", ExitStatus.USAGE)
         return ExitStatus.OK
     if isinstance(picture, bytes) and sys.stdout.isatty():
         return _fail("a PNG image cannot be shown on a terminal: pass -o FILE or redirect stdout",

@@ -7,9 +7,11 @@ cancelled run stops the running command (see `aopen_session`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,7 @@ from bashgraph.graph.cli.signals import SigintGuard
 from bashgraph.graph.cli.status import ResumeHint, Stop
 from bashgraph.graph.models import as_model_error, choose_model_name
 from bashgraph.graph.store import locate
+from bashgraph.tools.safety import one_line
 
 STREAM_MODES = ("updates", "custom")
 MODEL_NODE = "agent"
@@ -150,9 +153,12 @@ class Driver:
         self.task = task
         self._answer = answer  # a given --answer is used once, for the first question
         self._sigint = SigintGuard()
+        self._started = False  # the start event was written: the thread may have run
 
     def execute(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> int:
         stop = self._sigint.run(self._drive(first))
+        if stop.status == "pipe_closed":
+            return self._after_pipe_closed(stop)
         try:
             for event in stop_events(stop, self.thread_id, self.settings.hint):
                 self.settings.renderer.emit(event)
@@ -163,11 +169,28 @@ class Driver:
             _drop_output()  # the terminal is gone: the exit status still says what happened
         return int(stop.exit_status)
 
+    def _after_pipe_closed(self, stop: Stop) -> int:
+        """stdout was closed (`bashgraph run … | head -1`): where the run stopped goes to stderr,
+        if that is still open, and nothing more to stdout."""
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)  # the interpreter's last flush of stdout would fail again
+        os.close(null)
+        line = f"bashgraph: {stop.reason}"
+        if self._started:
+            line += f"; continue it with: {self.settings.hint.command(self.thread_id)}"
+        with contextlib.suppress(OSError):
+            print(one_line(line), file=sys.stderr)
+        return int(stop.exit_status)
+
     async def _drive(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
         try:
             self._emit({"event": "start", "command": self.command, "task": self.task,
                         "model": choose_model_name(self.settings.config),
                         "db": locate(self.settings.db).label})
+        except BrokenPipeError:
+            return Stop("pipe_closed", "stdout was closed before the run started; nothing ran")
+        self._started = True
+        try:
             async with aopen_session(self.settings.db, model=self.settings.model,
                                      config=self.settings.config) as session:
                 # The lock before the first look at the thread: what `first` decides (an
@@ -183,6 +206,8 @@ class Driver:
             return Stop("store_error", str(exc))
         except ConfigError as exc:
             return Stop("config_error", str(exc))
+        except BrokenPipeError:
+            return Stop("pipe_closed", "stdout was closed; the run stopped where it was")
 
     async def _drive_locked(self, session: AsyncSession,
                             first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
@@ -210,8 +235,8 @@ class Driver:
             async for chunk in session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes):
                 for event in chunk_events(chunk, self.thread_id):
                     self.settings.renderer.emit(event)
-        except (asyncio.CancelledError, ThreadBusyError, StoreError, ConfigError):
-            raise
+        except (asyncio.CancelledError, ThreadBusyError, StoreError, ConfigError, BrokenPipeError):
+            raise  # not the model's failure, even when the model's step is next
         except Exception as exc:
             snapshot = await session.astate(self.thread_id)
             if MODEL_NODE not in snapshot.next and not isinstance(exc, _MODEL_FAILURES):

@@ -25,6 +25,7 @@ class ExitStatus(IntEnum):
     ENVIRONMENT = 4
     HANGUP = 129
     INTERRUPTED = 130
+    PIPE_CLOSED = 141
     TERMINATED = 143
 
 
@@ -44,6 +45,7 @@ EXIT_FOR_STATUS: dict[str, ExitStatus] = {
     "interrupted": ExitStatus.INTERRUPTED,
     "terminated": ExitStatus.TERMINATED,
     "hangup": ExitStatus.HANGUP,
+    "pipe_closed": ExitStatus.PIPE_CLOSED,
 }
 
 #: Stops that are errors of the invocation or its surroundings, not of the task: people see

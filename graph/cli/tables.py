@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -81,7 +82,7 @@ def terminal_lines(table: Table, now: datetime, width: int) -> list[str]:
         return [table.empty]
     cells = [{name: _shown(name, row[name], now) for name in table.columns} for row in table.rows]
     columns = [name for name in table.columns if any(row[name] for row in cells)]
-    widths = {name: max(len(_header(name)), *(len(row[name]) for row in cells)) for name in columns}
+    widths = {name: max(cells_of(_header(name)), *(cells_of(row[name]) for row in cells)) for name in columns}
     wide = table.wide if table.wide in columns else None
     if wide is not None:
         fixed = sum(widths[name] + len(GAP) for name in columns if name != wide)
@@ -99,7 +100,7 @@ def terminal_lines(table: Table, now: datetime, width: int) -> list[str]:
 
 
 def _line(values: Sequence[str], columns: Sequence[str], widths: Mapping[str, int]) -> str:
-    parts = [_cut(value, widths[name]).ljust(widths[name]) for value, name in zip(values, columns, strict=True)]
+    parts = [_pad(_cut(value, widths[name]), widths[name]) for value, name in zip(values, columns, strict=True)]
     return GAP.join(parts).rstrip()
 
 
@@ -109,7 +110,7 @@ def _header(name: str) -> str:
 
 def _shown(name: str, value: Any, now: datetime) -> str:
     if name in TIME_COLUMNS and value:
-        return relative_time(str(value), now)
+        return one_line(relative_time(str(value), now))  # unparsable, it is the stored text
     text = _cell(value)
     if name == "status":
         return text.replace("_", " ")  # environment_fault -> environment fault
@@ -127,7 +128,35 @@ def _outcome_words(match: re.Match[str]) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
+    """`text` in at most `width` terminal cells, cut with `…`."""
+    if cells_of(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        used += _char_cells(char)
+        if used > width - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + ELLIPSIS
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - cells_of(text))
+
+
+def cells_of(text: str) -> int:
+    """How many terminal cells `text` takes: two for a wide (CJK, most emoji) character, none
+    for a combining mark or a zero-width joiner."""
+    return len(text) if text.isascii() else sum(map(_char_cells, text))
+
+
+def _char_cells(char: str) -> int:
+    if unicodedata.combining(char) or char in _ZERO_WIDTH:
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+_ZERO_WIDTH = frozenset("\u200c\u200d\ufe0e\ufe0f")
 
 
 def relative_time(iso: str, now: datetime) -> str:

@@ -167,6 +167,14 @@ def test_answers_are_read_in_their_documented_forms(answer_value: Any, action: s
     assert read_verdict(answer_value).action == action
 
 
+@pytest.mark.parametrize("command", [5, None, "", "   ", ["ls"], "echo \ud800"])
+def test_an_edit_whose_command_is_not_text_is_unreadable(command: Any) -> None:
+    """A number is not a command to run (it was once run as `5`), nor is text that cannot be
+    encoded for the shell."""
+    with pytest.raises(ValueError, match="unreadable approval answer"):
+        read_verdict({"action": "edit", "command": command})
+
+
 def test_an_edit_for_several_calls_must_name_the_call() -> None:
     """One edit cannot apply to a batch; a dict by call id can."""
     with pytest.raises(ValueError, match="keyed by call_id"):

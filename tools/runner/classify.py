@@ -35,6 +35,16 @@ class SpawnTarget(NamedTuple):
     start_dir: str | None  # the same directory, absolute and resolved
 
 
+#: `detail` when background processes still held the output after the shell exited: by
+#: whether any of them were found (one that left the session and dropped the marker is not).
+LEFTOVERS = {
+    True: "background processes still held the output after the shell exited and were killed",
+    False: "background processes still held the output after the shell exited; none could be "
+           "found to stop (they left the command's session and its marker): they may still be "
+           "running, and the output ends where the command's did",
+}
+
+
 def spawn_error_result(exc: OSError, target: SpawnTarget) -> CommandResult:
     """The result for a shell that could not be started at all."""
     code = exc.errno or 0
@@ -105,7 +115,9 @@ class RunFacts(NamedTuple):
     escalated: bool  # SIGTERM was not enough: SIGKILL after the grace period
     grace: float
     outsiders: int  # processes killed that had left the command's session and group
-    leftovers_killed: bool  # background processes still held the output after the shell exited
+    # After the shell exited, background processes still held the output: how many were found
+    # and killed (0: none could be found); None when nothing held it.
+    leftovers: int | None
     final_cwd: str | None
 
 
@@ -121,10 +133,7 @@ def classify(facts: RunFacts) -> CommandResult:
         what = signal_name(number) if number is not None else "an unknown cause"
         return spawn_failure(SpawnErrorKind.SIGNAL, facts.target.command,
                              f"the shell was killed by {what}", signal=number, **common)
-    leftovers = (
-        "background processes still held the output after the shell exited and were killed"
-        if facts.leftovers_killed else None
-    )
+    leftovers = None if facts.leftovers is None else LEFTOVERS[bool(facts.leftovers)]
     return CommandResult(
         outcome=Outcome.OK if code == 0 else Outcome.EXIT_ERROR,
         command=facts.target.command,

@@ -91,7 +91,10 @@ class Supervisor:
         self.phase = Phase.RUNNING
         self._deadline = started + plan.timeout  # of the current phase
         # How the run ended, as `result` reports it.
-        self._timed_out = self._escalated = self._leftovers_killed = False
+        self._timed_out = self._escalated = False
+        # After the shell exited, something still held the output: how many such processes
+        # were found (and killed), once the rule has run; None while it has not.
+        self._leftovers: int | None = None
         self._reaper: Reaper | None = None  # the processes found and signalled, once any were
         self._ended_at = started
         self._delivered = False
@@ -189,7 +192,7 @@ class Supervisor:
             escalated=self._escalated,
             grace=self.plan.grace,
             outsiders=self._reaper.outsiders if self._reaper else 0,
-            leftovers_killed=self._leftovers_killed,
+            leftovers=self._leftovers,
             final_cwd=self._final_cwd(last_line),
         )
         return self._sandbox_failure(facts) or classify(facts)
@@ -237,7 +240,7 @@ class Supervisor:
         if not self._open:
             self._finish(now)
         elif now >= self._deadline:
-            self._leftovers_killed = True
+            self._leftovers = 0  # counted once they are settled, in `_finish`
             self._terminate(now)
 
     def _while_terminating(self, now: float) -> None:
@@ -271,6 +274,8 @@ class Supervisor:
     def _finish(self, now: float) -> None:
         self._reap()
         self.output.drain(self._open, until=time.monotonic() + FINAL_DRAIN_S)
+        if self._leftovers is not None and self._reaper is not None:
+            self._leftovers = self._reaper.found  # before `_close_all` forgets them
         self._close_all()
         self.output.final_flush(now)
         self._ended_at = now

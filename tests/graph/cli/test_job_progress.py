@@ -32,6 +32,8 @@ def test_json_has_job_start_output_and_end_events(cli: Cli, openai_server: FakeO
     assert result.code == 0, result.err
     [start] = result.of("job_start")
     assert (start["job_id"], start["command"]) == ("job-1", JOB)
+    [command_start] = [e for e in result.of("command_start") if e["command"] == JOB]
+    assert start["call_id"] == command_start["call_id"]  # one name for the call in every event
     outputs = {event["stream"]: event["text"] for event in result.of("job_output")}
     assert outputs["stdout"].strip() == "ready"
     assert outputs["stderr"].strip() == "warming"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bashgraph.graph.cli.inspection import HISTORY_COLUMNS, THREAD_COLUMNS
-from bashgraph.graph.cli.tables import Table, print_table, relative_time, terminal_lines
+from bashgraph.graph.cli.tables import Table, cells_of, print_table, relative_time, terminal_lines
 from tests.graph.cli.conftest import Cli
 from tests.graph.cli.test_terminal import terminal
 from tests.support.openai_server import FakeOpenAIServer, text, tool_call
@@ -52,6 +52,31 @@ def test_terminal_threads_are_aligned_cut_to_the_width_and_relative() -> None:
     assert "environment fault" in lines[2]
     assert lines[1].endswith("…")  # the long task, cut at the 80th column
     assert len(lines[1]) == 80
+
+
+@pytest.mark.parametrize("task", ["整理源代码目录并写一份关于未使用导入的简短报告" * 3,
+                                  "🚀 deploy 🚀 the 🚀 rockets " * 8, "e\u0301" * 200])
+@pytest.mark.parametrize("width", [60, 80])
+def test_wide_and_combining_characters_are_cut_by_terminal_cells(task: str, width: int) -> None:
+    """A CJK character or an emoji takes two cells, a combining accent none: cut by `len`, the
+    line would wrap (or stop short) on the terminal."""
+    rows = [thread("20261202-172700-ab12cd", 3, task)]
+    for lines in (terminal_lines(Table(THREAD_COLUMNS, rows, wide="task", empty="none"), NOW, width),
+                  terminal_lines(Table(THREAD_COLUMNS, rows, wide="task", empty="none"), NOW, 30)):
+        assert max(cells_of(line) for line in lines) <= max(width, 30)
+    line = terminal_lines(Table(THREAD_COLUMNS, rows, wide="task", empty="none"), NOW, width)[-1]
+    assert line.endswith("…")  # the task's line: its row's, or its own under a narrow row
+    assert cells_of(line) >= width - 1  # filled to the edge (a wide character may leave one cell)
+
+
+def test_a_stored_time_that_is_not_a_time_is_shown_visibly() -> None:
+    row = {**thread("t", 1, "a task"), "updated_at": "\x1b]0;owned\x07\x1b[2J"}
+    lines = terminal_lines(Table(THREAD_COLUMNS, [row], wide="task", empty="none"), NOW, 80)
+    assert "␛]0;owned␇␛[2J" in lines[1]
+
+
+def test_cells_are_counted_as_a_terminal_draws_them() -> None:
+    assert [cells_of(text) for text in ("abc", "整理", "🚀", "e\u0301", "👩\u200d💻")] == [3, 4, 2, 1, 4]
 
 
 def test_a_narrow_terminal_moves_the_wide_column_under_its_row_and_never_cuts_ids() -> None:

@@ -150,3 +150,18 @@ def test_command_closing_its_outputs_still_times_out() -> None:
     elapsed, result = timed_run("exec >&- 2>&-; sleep 30")
     assert elapsed < LATE
     assert result.spawn_error is SpawnErrorKind.TIMEOUT
+
+
+def test_a_pipe_holder_that_cannot_be_found_is_not_reported_killed(tmp_path: Path) -> None:
+    """`setsid env -i` leaves the session and drops the marker (the documented blind spot): the
+    detail says it could not be found and may still run, never that it was killed."""
+    pids = tmp_path / "pids"
+    command = f"setsid env -i sh -c 'echo $$ > {pids}; exec sleep 30' & sleep 0.2; echo parent done"
+    result = run_command(command, timeout=10, grace=GRACE)
+    try:
+        assert (result.outcome, result.stdout) == (Outcome.OK, "parent done\n")
+        assert result.detail is not None
+        assert "none could be found to stop" in result.detail
+        assert "were killed" not in result.detail
+    finally:
+        kill_quietly(*read_pids(pids))
