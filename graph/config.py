@@ -7,6 +7,7 @@ variables, the defaults below. Secrets (API keys) are never fields: they stay in
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -143,23 +144,30 @@ class AgentConfig:
         if self.timeout_s > self.max_timeout_s:
             raise ConfigError("timeout_s cannot exceed max_timeout_s")
         _check_not_negative(self, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
-                            "failure_history", "model_max_retries")
-        if self.base_url is not None:
+                            "failure_history", "model_max_retries", "max_replans")
+        if self.base_url:  # empty: not set (OPENAI_BASE_URL, else the OpenAI API), as before
             _check_url(self.base_url)
 
 
 def _check_positive(config: AgentConfig, *names: str) -> None:
     for name in names:
         value = getattr(config, name)
-        if not value > 0:  # `not >`, not `<=`: NaN is no number of seconds either
+        _check_finite(name, value)
+        if value <= 0:
             raise ConfigError(f"{name} must be positive, got {value!r}")
 
 
 def _check_not_negative(config: AgentConfig, *names: str) -> None:
     for name in names:
         value = getattr(config, name)
-        if not value >= 0:
+        _check_finite(name, value)
+        if value < 0:
             raise ConfigError(f"{name} must be zero or more, got {value!r}")
+
+
+def _check_finite(name: str, value: float) -> None:
+    if not math.isfinite(value):  # NaN compares false with everything: it would pass any bound
+        raise ConfigError(f"{name} must be a finite number, got {value!r}")
 
 
 def _check_url(url: str) -> None:

@@ -96,9 +96,11 @@ def _print(table: Table, as_json: bool) -> None:
 
 def fork_thread(session: Session, args: argparse.Namespace) -> int:
     new_thread = session.fork(args.thread, args.checkpoint, args.new_thread)
-    print(one_line(new_thread))  # an id made from the source's: it may hold anything the source's did
     hint = ResumeHint(("--db", absolute(args.db)) if args.db else ())
+    # stderr first: the fork is made, so its id must reach someone even if stdout is closed.
+    # Through one_line: an id made from the source's may hold anything the source's did.
     print(one_line(f"continue it with: {hint.command(new_thread)}"), file=sys.stderr)
+    print(one_line(new_thread))
     return ExitStatus.OK
 
 

@@ -146,17 +146,16 @@ def _pad(text: str, width: int) -> str:
 
 def cells_of(text: str) -> int:
     """How many terminal cells `text` takes: two for a wide (CJK, most emoji) character, none
-    for a combining mark or a zero-width joiner."""
+    for a mark drawn on the character before or a format character (a zero-width joiner)."""
     return len(text) if text.isascii() else sum(map(_char_cells, text))
 
 
 def _char_cells(char: str) -> int:
-    if unicodedata.combining(char) or char in _ZERO_WIDTH:
+    # Marks drawn on the character before (Thai vowel signs, Devanagari signs, a keycap) and
+    # format characters (joiners, variation selectors) take no cell of their own.
+    if unicodedata.category(char) in ("Mn", "Me", "Cf"):
         return 0
     return 2 if unicodedata.east_asian_width(char) in "WF" else 1
-
-
-_ZERO_WIDTH = frozenset("\u200c\u200d\ufe0e\ufe0f")
 
 
 def relative_time(iso: str, now: datetime) -> str:

@@ -18,6 +18,7 @@ stores only the messages written in its step, so size grows linearly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import time
@@ -146,15 +147,19 @@ def sqlite_errors(label: str) -> Iterator[None]:
 
 # -- PostgreSQL -----------------------------------------------------------------------------
 def connect_postgres(conninfo: str, **options: Any) -> psycopg.Connection[Any]:
-    """An autocommit connection set up as PostgresSaver requires (dict rows, no prepares)."""
+    """An autocommit connection set up as PostgresSaver requires (dict rows, no prepares),
+    that neither the server nor the network ends for being idle (see `_connect_defaults`)."""
     import psycopg
     from psycopg.rows import dict_row
 
     try:
-        return psycopg.Connection.connect(
+        conn = psycopg.Connection.connect(
             conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row,
             **_connect_defaults(conninfo), **options,
         )
+        with contextlib.suppress(psycopg.errors.UndefinedObject):  # a server before 14 has none
+            conn.execute(_NEVER_IDLE_OUT)
+        return conn
     except psycopg.Error as exc:
         raise StoreError(f"checkpoint database {_hide_password(conninfo)}: {first_line(exc)}") from None
 
@@ -165,12 +170,23 @@ async def aconnect_postgres(conninfo: str) -> psycopg.AsyncConnection[Any]:
     from psycopg.rows import dict_row
 
     try:
-        return await psycopg.AsyncConnection.connect(
+        conn = await psycopg.AsyncConnection.connect(
             conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row,
             **_connect_defaults(conninfo),
         )
+        with contextlib.suppress(psycopg.errors.UndefinedObject):
+            await conn.execute(_NEVER_IDLE_OUT)
+        return conn
     except psycopg.Error as exc:
         raise StoreError(f"checkpoint database {_hide_password(conninfo)}: {first_line(exc)}") from None
+
+
+#: A run's connections wait while its commands run, for as long as a command takes: the
+#: server's `idle_session_timeout` (PostgreSQL 14 and later) would end them mid-run.
+_NEVER_IDLE_OUT = "SET idle_session_timeout = 0"
+#: TCP keepalives every minute, unless the URL sets its own: a NAT or load balancer that drops
+#: idle connections (often after five minutes) would otherwise end them while a command runs.
+_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 60, "keepalives_interval": 10, "keepalives_count": 6}
 
 
 #: The advisory lock that setting a PostgreSQL database up holds: workers that open a fresh
@@ -191,6 +207,8 @@ def setting_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
     `CREATE INDEX CONCURRENTLY`, which waits for every transaction already running to end; a
     worker blocked in `pg_advisory_lock` is such a transaction, and the server then reports a
     deadlock. Short tries end at once."""
+    import psycopg
+
     deadline = time.monotonic() + SETUP_WAIT_S
     while not _took(conn.execute(_TRY_SETUP, (SETUP_LOCK_KEY,)).fetchone()):
         _still_waiting_for_setup(deadline)
@@ -198,12 +216,18 @@ def setting_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
+        # A connection that broke inside the block has lost the lock with its session: the
+        # error that broke it is the one to report, not this release's.
+        if not conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
 
 
 @asynccontextmanager
 async def asetting_up(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
     """`setting_up` for an async connection."""
+    import psycopg
+
     deadline = time.monotonic() + SETUP_WAIT_S
     while not _took(await (await conn.execute(_TRY_SETUP, (SETUP_LOCK_KEY,))).fetchone()):
         _still_waiting_for_setup(deadline)
@@ -211,7 +235,10 @@ async def asetting_up(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]
     try:
         yield
     finally:
-        await conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
+        # As in `setting_up`; a cancellation that closed the connection stays a cancellation.
+        if not conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                await conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
 
 
 def _took(row: Any) -> bool:
@@ -233,7 +260,10 @@ def _connect_defaults(conninfo: str) -> dict[str, Any]:
         given = conninfo_to_dict(conninfo)
     except Exception:
         return {}  # psycopg's own connect reports the bad URL in its words
-    return {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_S}
+    defaults: dict[str, Any] = {} if "connect_timeout" in given else {"connect_timeout": CONNECT_TIMEOUT_S}
+    if not any(name.startswith("keepalives") for name in given):
+        defaults |= _KEEPALIVES
+    return defaults
 
 
 @contextmanager

@@ -128,10 +128,8 @@ WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s
 def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
     key = lock_key(thread_id)
     # The name shows up in pg_stat_activity, so a busy error can say who holds the thread.
-    with connect_postgres(location.target, application_name=f"bashgraph {_holder()}",
-                          **_keep_alive(location.target)) as conn:
+    with connect_postgres(location.target, application_name=f"bashgraph {_holder()}") as conn:
         with postgres_errors(location.label):
-            _never_idle_out(conn)
             if not _try_advisory(conn, key):
                 holder = _advisory_holder(conn, key)
                 # No backend holds it any more: its holder was ending (a killed worker's backend
@@ -142,32 +140,6 @@ def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
             yield
         finally:
             _unlock(conn, key)
-
-
-def _keep_alive(conninfo: str) -> dict[str, Any]:
-    """TCP keepalives every minute on the lock's connection, unless the URL sets its own: it is
-    idle for the whole run, and a NAT or load balancer that drops idle connections (often after
-    five minutes) would end the session, and the lock with it, while the run goes on."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        given = conninfo_to_dict(conninfo)
-    except Exception:
-        return {}  # psycopg's own connect reports the bad URL in its words
-    return {} if any(name.startswith("keepalives") for name in given) else _KEEPALIVES
-
-
-_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 60, "keepalives_interval": 10, "keepalives_count": 6}
-
-
-def _never_idle_out(conn: psycopg.Connection[Any]) -> None:
-    """Exempt the lock's session from the server's `idle_session_timeout` (PostgreSQL 14 and
-    later), which would end it, and the lock with it, while the run goes on: the run uses
-    its other connections, this one only waits."""
-    import psycopg
-
-    with contextlib.suppress(psycopg.errors.UndefinedObject):  # an older server has no such timeout
-        conn.execute("SET idle_session_timeout = 0")
 
 
 def _try_advisory(conn: psycopg.Connection[Any], key: int) -> bool:
@@ -215,30 +187,27 @@ def _unlock(conn: psycopg.Connection[Any], key: int) -> None:
 class _Cutoff:
     """Shuts a connection's socket down from a timer thread, unless disarmed first.
 
-    Once disarmed it never touches the descriptor again: the connection may be closed by
-    then, and its number reused by an unrelated file.
+    It holds a duplicate of the socket's descriptor, taken before the call: libpq may close
+    its own descriptor inside the call (a dropped connection), and that number may be given to
+    an unrelated file at once; the duplicate still names this socket until `disarm` closes it.
+    A shutdown acts on the connection itself and wakes the call waiting on it.
     """
 
     def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._armed = True
+        self._sock: socket.socket | None = socket.socket(fileno=os.dup(fd))
         self._lock = threading.Lock()
 
     def fire(self) -> None:
         with self._lock:
-            if not self._armed:
-                return
-            try:
-                # A duplicate descriptor, so closing it leaves the connection's own alone; a
-                # shutdown acts on the connection itself and wakes the call waiting on it.
-                with socket.socket(fileno=os.dup(self._fd)) as sock:
-                    sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by the other side: the waiting call has returned
+            if self._sock is not None:
+                with contextlib.suppress(OSError):  # already closed by the other side
+                    self._sock.shutdown(socket.SHUT_RDWR)
 
     def disarm(self) -> None:
         with self._lock:
-            self._armed = False
+            if self._sock is not None:
+                self._sock.close()  # the duplicate only: the connection's own is libpq's
+                self._sock = None
 
 
 def _advisory_holder(conn: psycopg.Connection[Any], key: int) -> str | None:

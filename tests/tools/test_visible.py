@@ -15,7 +15,7 @@ from bashgraph.tools.safety.visible import HIDDEN, NEWLINE, one_line, visible
 #: Everything a terminal could act on, or that could hide or reorder text (tab and LF apart).
 FORBIDDEN = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f\ud800-\udfff]"
 )
 
 

@@ -80,11 +80,15 @@ class Output:
         self._live.flush_if_due(now)
         self.live_armed = self._live.pending()
 
-    def drain(self, pipes: list[int], until: float) -> None:
-        """Read what `pipes` still hold, until `until` (an unkillable writer may remain)."""
+    def drain(self, pipes: list[int], until: float) -> bool:
+        """Read what `pipes` still hold, until `until` (an unkillable writer may remain); True
+        when every one reached its end (nothing holds it open any more)."""
+        ended = True
         for fd in pipes:
-            while self.streams[fd].pump(fd) > 0 and time.monotonic() < until:
+            while (moved := self.streams[fd].pump(fd)) > 0 and time.monotonic() < until:
                 pass
+            ended = ended and moved == 0
+        return ended
 
     def final_flush(self, now: float) -> None:
         """The last live output, holding nothing back: the command has ended."""

@@ -273,9 +273,12 @@ class Supervisor:
 
     def _finish(self, now: float) -> None:
         self._reap()
-        self.output.drain(self._open, until=time.monotonic() + FINAL_DRAIN_S)
+        ended = self.output.drain(self._open, until=time.monotonic() + FINAL_DRAIN_S)
         if self._leftovers is not None and self._reaper is not None:
-            self._leftovers = self._reaper.found  # before `_close_all` forgets them
+            found = self._reaper.found  # before `_close_all` forgets them
+            # None found and the pipes at their end: the holders exited by themselves, just
+            # after the drain; nothing was killed and nothing is left.
+            self._leftovers = None if not found and ended else found
         self._close_all()
         self.output.final_flush(now)
         self._ended_at = now

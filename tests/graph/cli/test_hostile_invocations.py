@@ -75,6 +75,16 @@ def test_a_run_whose_stdout_closes_midway_stops_where_it_was_and_resumes(
     assert "all done" in resumed.out
 
 
+def test_a_fork_made_with_stdout_closed_still_names_the_new_thread(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    openai_server.add(text("nothing to do"))
+    assert cli("run", "a task", "--thread", "source").code == 0
+    checkpoint = cli("history", "source", "--json").events[-1]["checkpoint_id"]
+    with closed_pipe() as stdout:
+        done = bashgraph(cli, "fork", "source", "--checkpoint", checkpoint, "--thread", "copy", stdout=stdout)
+    assert done.returncode == PIPE_CLOSED
+    assert done.stderr.decode().splitlines() == ["continue it with: bashgraph resume copy"]
+
+
 def test_ctrl_c_while_starting_up_exits_130_without_a_traceback(cli: Cli) -> None:
     """SIGINT once the command is loading LangChain (pydantic's core mapped), before its own
     Ctrl-C handling is in place."""

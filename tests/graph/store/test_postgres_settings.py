@@ -10,13 +10,19 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from langchain_core.messages import HumanMessage
 
+from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import ThreadBusyError
-from bashgraph.graph.store.checkpoints import connect_postgres
+from bashgraph.graph.store.checkpoints import connect_postgres, setting_up
 from bashgraph.graph.store.locks import _advisory_holder, lock_key, thread_lock
+from bashgraph.graph.store.session import open_session
+from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 OPEN_AT = """
 import asyncio, sys, time
@@ -74,6 +80,33 @@ def test_a_server_that_ends_idle_sessions_does_not_end_a_thread_lock(postgres_ur
         time.sleep(1.5)
         with pytest.raises(ThreadBusyError, match="thread held is busy"), thread_lock(url, "held"):
             pass
+
+
+def test_a_server_that_ends_idle_sessions_does_not_end_a_run(postgres_url: str, tmp_path: Path) -> None:
+    """While a command runs longer than `idle_session_timeout`, the run's saver and journal
+    connections wait too; the server must not end them."""
+    model = ScriptedChatModel([calls_reply("sleep 1.5"), answer("slept")])
+    with scratch_database(postgres_url, "idle_session_timeout = 500") as url, \
+            open_session(url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+        for _ in session.run({"messages": [HumanMessage("sleep")]}, "idle"):
+            pass
+        assert session.state("idle").values["status"] == "done"
+
+
+def test_a_connection_broken_while_setting_up_reports_what_broke_it(postgres_url: str) -> None:
+    """Not the set-up lock's release on the dead connection ("the connection is closed")."""
+    import psycopg
+
+    def broken_inside(conn: psycopg.Connection[Any], url: str) -> None:
+        backend = conn.info.backend_pid
+        with setting_up(conn):
+            with connect_postgres(url) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+            conn.execute("SELECT 1")
+
+    with scratch_database(postgres_url) as url, connect_postgres(url) as conn, \
+            pytest.raises(psycopg.errors.AdminShutdown):
+        broken_inside(conn, url)
 
 
 def test_the_holder_named_is_one_of_this_database(postgres_url: str) -> None:

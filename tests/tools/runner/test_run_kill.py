@@ -165,3 +165,11 @@ def test_a_pipe_holder_that_cannot_be_found_is_not_reported_killed(tmp_path: Pat
         assert "were killed" not in result.detail
     finally:
         kill_quietly(*read_pids(pids))
+
+
+def test_a_pipe_holder_that_exits_by_itself_after_the_drain_is_not_reported_escaped() -> None:
+    """Holders that exit on their own around the end of the drain: either they were found and
+    killed, or nothing is said; never that they escaped and may still run."""
+    for step in range(16):
+        result = run_command(f"(sleep {0.49 + 0.00125 * step:.5f}) & echo parent", timeout=10, grace=GRACE)
+        assert "none could be found" not in (result.detail or ""), result.detail
