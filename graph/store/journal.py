@@ -41,10 +41,10 @@ from bashgraph.graph.store.checkpoints import (
     connect_sqlite,
     locate,
     postgres_errors,
-    setting_up,
     sqlite_errors,
 )
 from bashgraph.graph.store.group_commit import GroupCommit, discard_unfinished
+from bashgraph.graph.store.setup_lock import setting_up
 from bashgraph.tools.results import CommandResult
 
 if TYPE_CHECKING:

@@ -19,9 +19,10 @@ from langchain_core.messages import HumanMessage
 
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import ThreadBusyError
-from bashgraph.graph.store.checkpoints import connect_postgres, setting_up
+from bashgraph.graph.store.checkpoints import connect_postgres
 from bashgraph.graph.store.locks import _advisory_holder, lock_key, thread_lock
 from bashgraph.graph.store.session import open_session
+from bashgraph.graph.store.setup_lock import setting_up
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 OPEN_AT = """
