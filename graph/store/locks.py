@@ -11,20 +11,23 @@ worker gets `ThreadBusyError` before it executes anything.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.errors import StoreError, ThreadBusyError
 from bashgraph.graph.store.checkpoints import Location, connect_postgres, locate, postgres_errors
+from bashgraph.tools.runner.drive import in_thread
 
 if TYPE_CHECKING:
     import psycopg
@@ -219,3 +222,45 @@ def _advisory_holder(conn: psycopg.Connection[Any], key: int) -> str | None:
     if name.startswith("bashgraph "):
         return name.removeprefix("bashgraph ")
     return f"server backend pid {row['pid']}, client {row['client_addr'] or 'local'}"
+
+
+# -- asyncio: a lock taken and released off the event loop ---------------------------------
+@asynccontextmanager
+async def held_off_loop(hold: AbstractContextManager[Any]) -> AsyncIterator[None]:
+    """`hold` (a thread's lock) entered and left in a thread of its own.
+
+    On PostgreSQL taking a lock connects to the server (up to its connect timeout) and may wait
+    for an ending holder (`RELEASE_WAIT_S`); releasing it may wait `UNLOCK_WAIT_S`. Off the
+    loop, the other runs on it go on meanwhile. A task cancelled while the lock is being taken
+    never leaves it held: whatever the taking gets is released as soon as it ends. Cancelled
+    while it is being released, the release still completes before the cancellation goes on.
+    """
+    loop = asyncio.get_running_loop()
+    taking = in_thread(loop, hold.__enter__)
+    try:
+        await asyncio.shield(taking)  # a cancelled wait must not drop what the thread takes
+    except BaseException:
+        taking.add_done_callback(functools.partial(_release_once_taken, hold))
+        raise
+    try:
+        yield
+    finally:
+        await _to_its_end(in_thread(loop, functools.partial(hold.__exit__, None, None, None)))
+
+
+def _release_once_taken(hold: AbstractContextManager[Any], taking: asyncio.Future[Any]) -> None:
+    if not taking.cancelled() and taking.exception() is None:
+        threading.Thread(target=hold.__exit__, args=(None, None, None), daemon=True).start()
+
+
+async def _to_its_end(work: asyncio.Future[Any]) -> None:
+    """Wait for `work` even through cancellations; a cancellation is raised once it has ended."""
+    cancelled = False
+    while not work.done():
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            cancelled = True
+    work.result()
+    if cancelled:
+        raise asyncio.CancelledError

@@ -48,7 +48,7 @@ from bashgraph.graph.execution import Executor, collect_executors
 from bashgraph.graph.models.deferred import LazyModel
 from bashgraph.graph.store.checkpoints import Location, aopen_checkpointer, locate, open_checkpointer, store_errors
 from bashgraph.graph.store.journal import AnyJournal, open_journal
-from bashgraph.graph.store.locks import thread_lock
+from bashgraph.graph.store.locks import held_off_loop, thread_lock
 from bashgraph.graph.store.saver_guard import guard_saver, read_errors
 from bashgraph.graph.store.threads import (
     CheckpointRow,
@@ -243,11 +243,15 @@ class AsyncSession(_SessionParts):
         iterating early should close the iterator (`contextlib.aclosing`) to free it at once.
         """
         run_config, hold = self._start_run(thread_id, config, stream_kwargs)
-        with hold, store_errors(self.location):
-            if _is_new_input(inputs):
-                _refuse_if_unfinished(thread_id, await self.agent.aget_state(run_config))
-            async for chunk in self.agent.astream(cast(Any, inputs), run_config, **stream_kwargs):
-                yield chunk
+        # SQLite's lock is a flock that never waits; PostgreSQL's talks to the server.
+        waits = self.location.kind == "postgres" and not isinstance(hold, nullcontext)
+        taken = held_off_loop(hold) if waits else _as_async(hold)
+        async with taken:
+            with store_errors(self.location):
+                if _is_new_input(inputs):
+                    _refuse_if_unfinished(thread_id, await self.agent.aget_state(run_config))
+                async for chunk in self.agent.astream(cast(Any, inputs), run_config, **stream_kwargs):
+                    yield chunk
 
     async def astate(self, thread_id: str) -> StateSnapshot:
         """The latest state of a thread (values, next nodes, pending interrupts)."""
@@ -305,6 +309,12 @@ def _build(model: BaseChatModel | LazyModel | None, config: AgentConfig, saver: 
         agent = build_graph(model=model, config=config, checkpointer=saver, journal=journal)
     executors.extend(built)
     return agent
+
+
+@asynccontextmanager
+async def _as_async(hold: AbstractContextManager[Any]) -> AsyncIterator[None]:
+    with hold:
+        yield
 
 
 def _is_new_input(inputs: RunInput) -> bool:

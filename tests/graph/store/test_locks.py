@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -203,3 +204,38 @@ def _take_within(url: str, thread: str, *, seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def test_an_async_run_takes_a_postgres_lock_off_the_event_loop(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taking the lock waits on the server (here: a connect that gets no answer, until the
+    URL's connect_timeout); the other tasks of the loop go on meanwhile."""
+    from bashgraph.graph import AgentConfig, StoreError, aopen_session
+    from bashgraph.graph.testing import ScriptedChatModel, answer
+
+    server = urlsplit(postgres_url)
+    with silent_proxy((server.hostname or "127.0.0.1", server.port or 5432)) as proxy:
+        user = f"{server.username}@" if server.username else ""
+        url = urlunsplit(server._replace(netloc=f"{user}127.0.0.1:{proxy.port}", query="connect_timeout=2"))
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        async def main() -> None:
+            ticker = asyncio.create_task(tick())
+            async with aopen_session(url, model=ScriptedChatModel([answer("hi")]),
+                                     config=AgentConfig(workdir=str(tmp_path))) as session:
+                proxy.silence()
+                with pytest.raises(StoreError):
+                    async for _ in session.arun({"messages": [("user", "hi")]}, f"slow-{os.getpid()}"):
+                        pass
+            ticker.cancel()
+
+        asyncio.run(main())
+    assert ticks > 50  # about 200 in the 2 s the connect waited; none if it blocked the loop
+
