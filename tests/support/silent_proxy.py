@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 _CHUNK = 65536
 _WAIT_S = 0.05
@@ -95,3 +96,15 @@ def silent_proxy(target: tuple[str, int]) -> Iterator[SilentProxy]:
     finally:
         proxy.close()
         server.join(timeout=5)
+
+
+def url_through(proxy: SilentProxy, url: str, query: str = "") -> str:
+    """`url` (postgresql://user@host:port/db) pointed at the proxy instead of its server."""
+    parts = urlsplit(url)
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{proxy.port}", query=query or parts.query))
+
+
+def server_of(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 5432

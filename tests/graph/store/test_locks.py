@@ -11,13 +11,13 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from bashgraph.graph.errors import ThreadBusyError
 from bashgraph.graph.store.locks import lock_key, lock_path, thread_lock
-from tests.support.silent_proxy import silent_proxy
+from tests.support.loop_ticks import ticking
+from tests.support.silent_proxy import server_of, silent_proxy, url_through
 
 HOLD = (
     "import sys, time\n"
@@ -173,10 +173,8 @@ def test_a_release_the_server_never_answers_returns_and_the_lock_ends_with_the_s
 
     monkeypatch.setattr(locks, "UNLOCK_WAIT_S", 0.5)
     thread = f"silent-{os.urandom(6).hex()}"
-    server = urlsplit(postgres_url)
-    with silent_proxy((server.hostname or "127.0.0.1", server.port or 5432)) as proxy:
-        user = f"{server.username}@" if server.username else ""
-        through_proxy = urlunsplit(server._replace(netloc=f"{user}127.0.0.1:{proxy.port}"))
+    with silent_proxy(server_of(postgres_url)) as proxy:
+        through_proxy = url_through(proxy, postgres_url)
         left = threading.Event()
 
         def hold_then_go_silent() -> None:
@@ -214,28 +212,17 @@ def test_an_async_run_takes_a_postgres_lock_off_the_event_loop(
     from bashgraph.graph import AgentConfig, StoreError, aopen_session
     from bashgraph.graph.testing import ScriptedChatModel, answer
 
-    server = urlsplit(postgres_url)
-    with silent_proxy((server.hostname or "127.0.0.1", server.port or 5432)) as proxy:
-        user = f"{server.username}@" if server.username else ""
-        url = urlunsplit(server._replace(netloc=f"{user}127.0.0.1:{proxy.port}", query="connect_timeout=2"))
-        ticks = 0
-
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
+    with silent_proxy(server_of(postgres_url)) as proxy:
+        url = url_through(proxy, postgres_url, query="connect_timeout=2")
 
         async def main() -> None:
-            ticker = asyncio.create_task(tick())
             async with aopen_session(url, model=ScriptedChatModel([answer("hi")]),
                                      config=AgentConfig(workdir=str(tmp_path))) as session:
                 proxy.silence()
                 with pytest.raises(StoreError):
                     async for _ in session.arun({"messages": [("user", "hi")]}, f"slow-{os.getpid()}"):
                         pass
-            ticker.cancel()
 
-        asyncio.run(main())
+        _, ticks = asyncio.run(ticking(main()))
     assert ticks > 50  # about 200 in the 2 s the connect waited; none if it blocked the loop
 
