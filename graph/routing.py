@@ -110,6 +110,10 @@ def decide_after_tools(
     if counters.args_errors >= config.max_args_errors:
         reason = f"{counters.args_errors} invalid tool calls in a row"
         return RouteDecision(END, counters, history, status="failed", reason=reason)
+    if Outcome.ARGS_ERROR in has:
+        # Worse than any exit error beside it: the model must fix the call first. The exit
+        # streak still counts, so the next batch re-plans if the exits go on.
+        return RouteDecision("agent", counters, history)
     streak = counters.exit_streak >= config.replan_after
     if streak or exit_repeat or refused_again:
         return _decide_replan(state, counters, history, config, streak)

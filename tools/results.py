@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from bashgraph.tools.failures import KINDS, TRANSIENT_KINDS, SpawnErrorKind, is_refusal
+from bashgraph.tools.safety.visible import one_line
 
 # The kinds are declared with their taxonomy (failures.py); they stay public here, where callers
 # and stored checkpoints have always found them.
@@ -195,7 +196,8 @@ def _body(result: CommandResult, budget: int | None) -> str:
         stdout, stderr = _share(stdout, stderr, budget)
     parts = _stream_parts(result, stdout, stderr)
     if result.final_cwd and result.cwd and result.final_cwd != result.cwd:
-        parts.append(f"[cwd] {result.final_cwd}")
+        # A directory name is text the command chose: escapes and line breaks shown as symbols.
+        parts.append(f"[cwd] {one_line(result.final_cwd)}")
     if not parts and result.outcome is not Outcome.SPAWN_ERROR:
         return NO_OUTPUT
     return "\n".join(parts)

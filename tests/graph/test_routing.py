@@ -137,6 +137,17 @@ def test_worst_outcome_of_a_mixed_batch_wins() -> None:
     assert [f["outcome"] for f in decision.failures] == ["exit_error", "spawn_error"]
 
 
+def test_an_args_error_outranks_a_repeated_exit_error_beside_it() -> None:
+    """Args error > exit error: the batch goes back to the model to fix the call, and the
+    exit streak still counts toward the next re-plan."""
+    repeated = failed("grep x f")
+    first = decide_after_tools([repeated], {}, CONFIG)
+    state: AgentState = {"failures": first.failures, "exit_streak": first.counters.exit_streak}
+    decision = decide_after_tools([args_error("bad"), repeated], state, CONFIG)
+    assert decision.hop == "agent"
+    assert decision.counters.exit_streak == 2
+
+
 def test_a_transient_fault_beside_a_fatal_one_escalates() -> None:
     """Retrying cannot help when another call of the batch needs a person."""
     batch = [spawn(SpawnErrorKind.RESOURCE), spawn(SpawnErrorKind.NOT_FOUND)]

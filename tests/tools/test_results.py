@@ -142,6 +142,17 @@ def test_cwd_change_is_shown(tmp_path: Path) -> None:
     assert rendered == "moved\n[cwd] /"
 
 
+def test_the_cwd_line_shows_escapes_and_line_breaks_as_symbols(tmp_path: Path) -> None:
+    """A directory name is the command's text: it reaches the model made safe, on one line."""
+    (tmp_path / "\x1b]0;pwned\x07\x1b[2J\nnext").mkdir()
+    rendered = render_for_model(run_command("cd ./*", cwd=tmp_path))
+    cwd_line = rendered.rpartition("[cwd] ")[2]
+    assert "\x1b" not in cwd_line
+    assert "\x07" not in cwd_line
+    assert "\n" not in cwd_line
+    assert cwd_line.startswith(str(tmp_path))
+
+
 def test_render_never_exceeds_max_chars() -> None:
     """With max_chars the whole text, header included, stays within the bound."""
     result = run_command("seq 1 5000; seq 1 5000 >&2; exit 1")

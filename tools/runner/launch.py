@@ -51,7 +51,8 @@ from bashgraph.tools.safety.secret_guard import is_dumpable
 #: Enters the start directory, or reports `CD_FAILED` on the channel and exits.
 ENTER = "cd -- \"$2\" || { echo '!' >| \"$1\"; exit 1; }; "
 #: Keeps the channel and arms the EXIT trap that reports `$PWD` on it.
-TRACK = "__bashgraph_cwd=$1; trap 'printf \"%s\\n\" \"$PWD\" >| \"$__bashgraph_cwd\"' EXIT; "
+#: NUL-terminated: a directory name may hold any byte but NUL, line breaks included.
+TRACK = "__bashgraph_cwd=$1; trap 'printf \"%s\\0\" \"$PWD\" >| \"$__bashgraph_cwd\"' EXIT; "
 #: Clears the positional parameters, so the command sees none.
 CLEAR = "set --; "
 #: What the preamble writes to the channel when it could not enter the start directory.
@@ -63,6 +64,8 @@ SANDBOX_CHANNEL_FD = 4
 #: (`chdir` is dash's name for `cd`), running other text as shell code (`eval`, `source`, `.`),
 #: and expansions, which can produce any command name (`c=cd; $c /`).
 _MAY_MOVE = re.compile(r"cd|chdir|pushd|popd|source|eval|[$`]|(?:^|[\s;&|(){}])\.(?:\s|$)")
+#: Quoting the shell removes before it looks a name up: `c''d`, `c\d` and `"c"d` all run `cd`.
+_UNQUOTE = str.maketrans("", "", "'\"\\")
 #: Shells whose non-interactive startup reads nothing but `BASH_ENV` (checked separately).
 _PLAIN_SHELLS = frozenset({"bash", "sh", "dash"})
 
@@ -76,9 +79,11 @@ def may_change_directory(command: str, shell: str, env: Mapping[str, str]) -> bo
     `pushd` and `popd`, whose names must appear in the text unless the text runs other text
     (`eval`, `source`, `.`, `$…`, backquotes) or the shell runs code the text does not show:
     a startup file (`BASH_ENV`, `ENV`, any shell but bash and dash) or an exported function
-    (`BASH_FUNC_*`). Any of these, or just the letters `cd` anywhere, and the answer is True.
+    (`BASH_FUNC_*`). Any of these, or just the letters `cd` anywhere once quotes, backslashes
+    and line continuations are taken out, and the answer is True.
     """
-    if _MAY_MOVE.search(command) is not None:
+    # A backslash-newline joins two lines into one word (`c\<newline>d`); then quotes go.
+    if _MAY_MOVE.search(command.replace("\\\n", "").translate(_UNQUOTE)) is not None:
         return True
     if shell.rpartition("/")[2] not in _PLAIN_SHELLS or "BASH_ENV" in env or "ENV" in env:
         return True
@@ -137,8 +142,8 @@ class CwdChannel:
         return self._write_fd
 
     def take(self) -> str | None:
-        """The last line the preamble wrote (None if none); closes the channel. Later calls
-        return the same line.
+        """The last record the preamble wrote (None if none): a directory ended by NUL, or
+        `CD_FAILED` ended by a line break. Closes the channel; later calls return the same.
 
         Call it only once the shell has exited.
         """
@@ -146,7 +151,9 @@ class CwdChannel:
             data = self._take_file() if self._file else self._take_pipe()
             self.close()
             self._taken = True
-            if data.endswith(b"\n") and len(data) >= 2:
+            if data.endswith(b"\0"):
+                self._line = os.fsdecode(data[:-1].rsplit(b"\0", 1)[-1])
+            elif data.endswith(b"\n") and len(data) >= 2:
                 self._line = os.fsdecode(data[:-1].rsplit(b"\n", 1)[-1])
         return self._line
 

@@ -23,6 +23,10 @@ from bashgraph.tools.runner.launch import may_change_directory
         "source ./mover.sh",
         "pushd / >/dev/null",
         "go() { cd /; }; go",
+        "c''d /",
+        "c\\d /",
+        '"c"d /',
+        "c\\\nd /",
     ],
 )
 def test_every_way_of_moving_is_reported(tmp_path: Path, command: str) -> None:
@@ -30,6 +34,22 @@ def test_every_way_of_moving_is_reported(tmp_path: Path, command: str) -> None:
     (tmp_path / "mover.sh").write_text("cd /\n")
     result = run_command(command, cwd=tmp_path)
     assert (result.exit_code, result.final_cwd) == (0, "/")
+
+
+def test_a_directory_name_with_a_line_break_is_reported_whole(tmp_path: Path) -> None:
+    """Any byte but NUL can be in a directory name: the last line of it is not the directory."""
+    (tmp_path / "x\n" / "etc").mkdir(parents=True)
+    result = run_command("cd $'x\\n/etc'", cwd=tmp_path)
+    assert result.final_cwd == f"{tmp_path}/x\n/etc"
+
+
+@pytest.mark.parametrize("command", ["trap 'true' EXIT; cd sub", "cd sub && exec true"])
+def test_an_own_exit_trap_or_an_exec_reports_no_directory(tmp_path: Path, command: str) -> None:
+    """The documented limit: the trap that reports $PWD is replaced or gone, so nothing is
+    claimed (and the next command starts where this one started)."""
+    (tmp_path / "sub").mkdir()
+    result = run_command(command, cwd=tmp_path)
+    assert (result.exit_code, result.final_cwd) == (0, None)
 
 
 def test_dash_chdir_is_reported(tmp_path: Path) -> None:
