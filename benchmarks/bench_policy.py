@@ -5,7 +5,8 @@
 
 Each shape is a command a model could send, repeated up to the size: one long word, base64,
 thousands of pipeline stages, `find` with many start paths or many `-exec`s, nested quotes and
-substitutions, many here-documents, deep parentheses, arithmetic, wrappers, `cd` chains. Each
+substitutions, many here-documents, deep parentheses, arithmetic, wrappers, `cd` chains, `{}`
+repeated over a long `find` start path, and shells that read one here-document nested 8 deep. Each
 round decides every shape at every size once (interleaved, so all see the same machine); the
 fastest of the rounds is kept, in CPU time (work done, not the waits of a shared machine). The
 anchor of each shape is its own smallest size: the growth
@@ -32,6 +33,15 @@ def fill(unit: str, size: int, head: str = "", tail: str = "") -> str:
     return head + unit * max(1, (size - len(head) - len(tail)) // len(unit)) + tail
 
 
+def nested_exec_heredocs(size: int) -> str:
+    """`find . -exec sh \\; …` (15 shells reading one stdin) fed a here-document holding the same
+    shape, 8 deep, around an `echo` that fills the size: each shell reads the one document."""
+    body = fill("x", size - 8 * 200, "echo ")
+    for depth in range(8):
+        body = "find . " + "-exec sh \\; " * 15 + f"<<'E{depth}'\n{body}\nE{depth}"
+    return body
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
     "long word": lambda n: fill("a", n, "echo "),
     "base64 blob": lambda n: fill("QUJD+/9=", n, "echo "),
@@ -54,7 +64,10 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "eval chain": lambda n: fill("eval ", n, "", "ls"),
     "bash -c nested": lambda n: fill("x", n, "bash -c \"bash -c 'bash -c \\\"echo ", "\\\"'\""),
     "functions+pipes": lambda n: fill("f() { f|g; }; ", n),
+    "find {}{}… long path": lambda n: "find " + "a" * (n // 2) + " -exec echo " + "{}" * (n // 4 - 10) + " +",
+    "here-docs 15 sh x8": nested_exec_heredocs,
 }
+
 
 
 def decide_seconds(policy: Policy, command: str) -> float:

@@ -3,9 +3,11 @@ other readers of model text, as the text grows.
 
 Adversarial shapes at 10 KB, 100 KB and 1 MB: no control at all, every character an ESC, an
 escape sequence per 5 characters, bidi overrides and zero-width characters, line feeds in
-`one_line`; then what the terminal does with the same sizes: a command's output that is one
-endless line, fed in 4 KB chunks to the live area; a runaway reply streamed in 4-character
-tokens; a final answer of character references, comments and markup rendered as Markdown
+`one_line`; the secret redaction every output passes through, on a run of `eyJ` (the start of
+a JWT, with no dot to end it) and on JWT shapes; then what the terminal does with the same
+sizes: a command's output that is one endless line, fed in 4 KB chunks to the live area; a
+runaway reply streamed in 4-character tokens; a final answer of character references,
+comments and markup rendered as Markdown
 (`safe_markdown`, to a console in memory). Printed: µs per KB at each size, the growth of time
 per KB from the smallest to the largest size (1.0 is linear; quadratic would be 100), and the
 time relative to an anchor measured in the same rounds: `str.encode("utf-8")` of the same 1 MB
@@ -27,6 +29,7 @@ from rich.console import Console
 
 from bashgraph.graph.cli.markdown import safe_markdown
 from bashgraph.graph.cli.terminal import TerminalRenderer, _Running
+from bashgraph.tools.safety.redact import Redactor
 from bashgraph.tools.safety.visible import one_line, visible
 
 SIZES = (10_000, 100_000, 1_000_000)
@@ -59,7 +62,11 @@ def final_answer(text: str) -> None:
     Console(file=io.StringIO(), width=100, color_system=None).print(safe_markdown(text))
 
 
+REDACTOR = Redactor.from_environ({})
+
 READERS.update({
+    "redact: eyJeyJ… run": ("eyJ", REDACTOR.redact),
+    "redact: JWT shapes": ("eyJhbGciOi.eyJzdWIiOiIx.aaaaaaaaaa ", REDACTOR.redact),
     "live: endless line": ("abcdefghij", live_output),
     "live: model tokens": ("word \x1b[2K", live_tokens),
     "final answer (md)": ("&#x202E;a *b* `c` <!-- d -->\n", final_answer),

@@ -15,7 +15,8 @@ from bashgraph.tools.safety.visible import HIDDEN, NEWLINE, one_line, visible
 #: Everything a terminal could act on, or that could hide or reorder text (tab and LF apart).
 FORBIDDEN = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f\ud800-\udfff]"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f\ud800-\udfff"
+    "\u00a0\u115f\u1160\u1680\u2000-\u200a\u202f\u205f\u2800\u3000\u3164\uffa0]"
 )
 
 
@@ -56,6 +57,16 @@ def test_command_output_uses_the_same_sanitiser() -> None:
 def test_plain_text_is_returned_as_it_is() -> None:
     text = "nothing to replace: ünïcödé, 漢字, emoji 🙂\n"
     assert visible(text) is text
+
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\u2003", "\u202f", "\u3000", "\u3164", "\u2800"])
+def test_a_blank_that_is_not_a_space_is_shown(blank: str) -> None:
+    """bash splits words on space, tab and line feed only: `ls<NBSP># || rm -rf ~` runs rm
+    while it would read as a comment. Such a blank is shown as a visible mark."""
+    command = f"ls{blank}# || rm -rf ~"
+    assert one_line(command) == "ls\u2423# || rm -rf ~"
+    assert visible(command) == "ls\u2423# || rm -rf ~"
 
 
 @settings(max_examples=300, deadline=timedelta(seconds=1))

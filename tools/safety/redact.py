@@ -37,7 +37,10 @@ SHAPES: dict[str, str] = {
     "github_token": r"g(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
-    "jwt": r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}",
+    # The one shape whose run must be followed by something (`.`): without the boundary,
+    # every `eyJ` inside a long run of `eyJeyJ…` would scan to the run's end (quadratic).
+    # The look-behind comes after the first character, which stays a plain literal.
+    "jwt": r"e(?<![A-Za-z0-9_\-]e)yJ[A-Za-z0-9_\-]{5,}+\.eyJ[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]{10,}",
     # `Bearer ` and `scheme://user:` stay visible: they say what was there.
     "bearer_token": r"Bearer +[A-Za-z0-9._~+/=\-]{8,}",
     "bearer_token_lower": r"bearer +[A-Za-z0-9._~+/=\-]{8,}",

@@ -76,7 +76,9 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
         out.append(part)
         scripts = [s for v in part.views if (s := inline_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
-        for script in scripts:
+        # Each view of a stage can name the same script (15 `-exec sh` read one here-document):
+        # parsed once per view, nested scripts would cost views ** depth.
+        for script in dict.fromkeys(scripts):
             if depth >= MAX_SCRIPT_DEPTH:
                 reason = f"scripts nested more than {MAX_SCRIPT_DEPTH} deep are not read"
                 out.append(dataclasses.replace(part, hidden_code=reason, code=()))

@@ -12,6 +12,9 @@ and command output (`capture.safe_text` removes colour codes first, then calls `
   isolates (U+202A–U+202E, U+2066–U+2069, "Trojan Source"), direction marks, zero-width space,
   word joiner and invisible operators, the byte order mark, line and paragraph separators, soft
   hyphen, interlinear annotations and tag characters (U+E0000–U+E007F, invisible ASCII).
+* Blanks that are not a space (no-break, en/em and other typographic spaces, the ideographic
+  space, Hangul fillers, the blank braille pattern) are `␣`: bash splits words on space, tab and
+  line feed only, so `ls\u00a0# || rm -rf ~` runs `rm` while it reads as a comment.
 * Lone surrogates (U+D800–U+DFFF: what Python makes of bytes that were not UTF-8, in a command
   line argument or a file name) are `�`: they cannot be written to a UTF-8 terminal at all.
   Zero-width joiners (U+200C, U+200D) stay: emoji and many scripts need them, and they hide
@@ -39,6 +42,13 @@ _HIDING = (
     (0xE0000, 0xE007F),
     (0xD800, 0xDFFF),  # lone surrogates: bytes that were not UTF-8 (no terminal can be sent them)
 )
+#: Shown instead of a blank that is not a space.
+BLANK = "\u2423"
+#: Characters a terminal draws as blank space that the shell does not split words on.
+_BLANKS = (
+    (0x00A0, 0x00A0), (0x115F, 0x1160), (0x1680, 0x1680), (0x2000, 0x200A), (0x202F, 0x202F),
+    (0x205F, 0x205F), (0x2800, 0x2800), (0x3000, 0x3000), (0x3164, 0x3164), (0xFFA0, 0xFFA0),
+)
 
 
 def _table(one_line: bool) -> dict[int, str]:
@@ -47,6 +57,8 @@ def _table(one_line: bool) -> dict[int, str]:
     table |= dict.fromkeys(range(0x80, 0xA0), HIDDEN)
     for first, last in _HIDING:
         table |= dict.fromkeys(range(first, last + 1), HIDDEN)
+    for first, last in _BLANKS:
+        table |= dict.fromkeys(range(first, last + 1), BLANK)
     if one_line:
         table[0x0A] = NEWLINE
     return table

@@ -277,14 +277,15 @@ def _find_exec_commands(words: tuple[str, ...]) -> list[tuple[str, ...]]:
     """`find P Q -exec rm {} ;` -> `rm P/* Q/*`: `{}` stands for anything under a start path.
 
     One command per `-exec`, with each `{}` word repeated once per start path. Raises
-    `TooComplexError` when that would make the words more than a few times longer (many
-    `-exec`s times many start paths grows as the square of the command).
+    `TooComplexError` when that would make the text more than a few times longer: many
+    `-exec`s times many start paths, or many `{}` in a word times a long start path, grows as
+    the square of the command. The budget is in characters, checked before a word is built.
     """
     if not words or words[0] != "find":
         return []
     starts = list(dict.fromkeys(f"{start.rstrip('/')}/*" for start in find_start_paths(words)))
     commands: list[tuple[str, ...]] = []
-    budget = 4 * len(words) + 64
+    budget = 4 * sum(len(word) + 1 for word in words) + 4096
     index = 0
     while index < len(words):
         if words[index] not in _FIND_EXEC:
@@ -295,10 +296,12 @@ def _find_exec_commands(words: tuple[str, ...]) -> list[tuple[str, ...]]:
             end += 1
         inner: list[str] = []
         for word in words[index + 1 : end]:
-            inner.extend([word.replace("{}", s) for s in starts] if "{}" in word else [word])
-        budget -= len(inner)
-        if budget < 0:
-            raise TooComplexError("find runs too many commands on too many start paths")
+            braces = word.count("{}")
+            for start in starts if braces else ("{}",):
+                budget -= len(word) + braces * (len(start) - 2) + 1
+                if budget < 0:
+                    raise TooComplexError("find runs too many commands on too many start paths")
+                inner.append(word.replace("{}", start) if braces else word)
         if inner:
             commands.append((program_name(inner[0]), *inner[1:]))
         index = end

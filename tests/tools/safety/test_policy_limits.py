@@ -95,6 +95,30 @@ def test_too_deep_nesting_is_asked_not_parsed() -> None:
     assert decision.reason.startswith("too complex to check")
 
 
+def test_a_here_document_read_by_many_shells_is_checked_once_and_still_checked() -> None:
+    """15 `-exec sh` read the one here-document: nested, each level parsed it 15 times over
+    (depth 5 took 50 s). Read once per level, the command inside is still found."""
+    body = "rm -rf ~"
+    for depth in range(4):
+        body = "find . " + "-exec sh \\; " * 15 + f"<<'E{depth}'\n{body}\nE{depth}"
+    parts = [part for part in split_command(body) if part.words[:1] == ("rm",)]
+    assert len(parts) == 1
+    decision = Policy(DEFAULT_ASK, workdir="/w/p", home="/h").decide(body)
+    assert (decision.action, decision.part) == ("ask", "rm -rf ~")
+
+
+def test_many_braces_on_a_long_find_path_are_asked_not_expanded() -> None:
+    """Each `{}` stands for every start path: 25,000 of them on a 50 KB path would be 1.25 GB
+    of text. The budget counts characters: the policy asks instead of building it."""
+    command = "find " + "a" * 50_000 + " -exec echo " + "{}" * 25_000 + " +"
+    decision = Policy(DEFAULT_ASK, workdir="/w/p", home="/h").decide(command)
+    assert decision.action == "ask"
+    assert decision.reason.startswith("too complex to check")
+    small = Policy(DEFAULT_ASK, workdir="/w/p", home="/h").decide("find /etc a b -exec rm -rf {} {} +")
+    assert small.action == "ask"
+    assert "too complex" not in small.reason
+
+
 #: Pieces of shell that exercise every branch of the parser, including unbalanced ones.
 FRAGMENTS = st.sampled_from([
     "echo ", "rm -rf ", "../x ", "bash ", "sh -c ", "eval ", "source ", ". ", "python3 - ",

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind, spawn_failure
 from bashgraph.tools.safety.redact import MIN_SECRET_LENGTH, SHAPES, Redactor
@@ -140,3 +143,28 @@ def test_a_megabyte_with_a_hundred_known_values_is_redacted_in_well_under_a_seco
     redacted = redactor.redact(text)
     assert time.perf_counter() - started < 2.0
     assert redacted.count("[REDACTED:SECRET_42]") == 1000
+
+
+def test_a_jwt_glued_to_a_word_is_left_and_a_later_one_still_found() -> None:
+    """A JWT must start a word (as before), and a rejected start no longer hides the next one."""
+    assert Redactor().redact(f"x{JWT}") == f"x{JWT}"
+    assert Redactor().redact(f"x{JWT} {JWT}") == f"x{JWT} [REDACTED:jwt]"
+
+
+#: Pieces of the shapes: starts without their ends, separators, and whole secrets.
+SHAPE_PIECES = st.sampled_from([
+    "eyJ", ".", "eyJabcde.", "sk-", "sk-ant-", "AKIA", "ghp_", "xoxb-", "AIza", "Bearer ",
+    "bearer ", "://", ":", "@", "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----",
+    "a", "Z9", "_-", " ", "\n", JWT, OPENAI,
+])
+
+
+@settings(max_examples=150, deadline=timedelta(seconds=2))
+@given(st.lists(SHAPE_PIECES, min_size=1, max_size=20), st.integers(1, 50_000))
+def test_any_mix_of_shape_pieces_is_redacted_in_linear_time(pieces: list[str], repeat: int) -> None:
+    """Runs of starts that never end (`eyJeyJ…`, a JWT start with no dot) are where a pattern
+    goes quadratic: 300 KB of one took over 30 s. The deadline bounds each example (up to
+    300 KB), and whole secrets on their own are always found."""
+    text = ("".join(pieces) * repeat)[:300_000]
+    redacted = Redactor().redact(f"{text} {OPENAI} ")
+    assert f" {OPENAI} " not in redacted
