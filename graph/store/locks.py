@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.errors import StoreError, ThreadBusyError
 from bashgraph.graph.store.checkpoints import Location, connect_postgres, locate, postgres_errors
-from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools.runner.drive import in_thread, to_its_end
 
 if TYPE_CHECKING:
     import psycopg
@@ -245,22 +245,9 @@ async def held_off_loop(hold: AbstractContextManager[Any]) -> AsyncIterator[None
     try:
         yield
     finally:
-        await _to_its_end(in_thread(loop, functools.partial(hold.__exit__, None, None, None)))
+        await to_its_end(in_thread(loop, functools.partial(hold.__exit__, None, None, None)))
 
 
 def _release_once_taken(hold: AbstractContextManager[Any], taking: asyncio.Future[Any]) -> None:
     if not taking.cancelled() and taking.exception() is None:
         threading.Thread(target=hold.__exit__, args=(None, None, None), daemon=True).start()
-
-
-async def _to_its_end(work: asyncio.Future[Any]) -> None:
-    """Wait for `work` even through cancellations; a cancellation is raised once it has ended."""
-    cancelled = False
-    while not work.done():
-        try:
-            await asyncio.shield(work)
-        except asyncio.CancelledError:
-            cancelled = True
-    work.result()
-    if cancelled:
-        raise asyncio.CancelledError

@@ -61,7 +61,7 @@ from bashgraph.graph.store.threads import (
     list_threads,
     thread_config,
 )
-from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools.runner.drive import in_thread, to_its_end
 
 #: The threads held by the `lock` blocks the running code is inside, as (session holder, thread).
 #: A context variable, not a field: a hold must not reach other tasks or threads of the session.
@@ -280,8 +280,8 @@ class AsyncSession(_SessionParts):
             try:
                 return await asyncio.shield(copying)
             except asyncio.CancelledError:
-                # Shielded: a second cancellation must not leave the copy half undone.
-                await asyncio.shield(self._undo_fork(copying, new_thread_id))
+                # To its end: a second cancellation must not leave the copy half undone.
+                await to_its_end(asyncio.ensure_future(self._undo_fork(copying, new_thread_id)))
                 raise
 
     async def _undo_fork(self, copying: asyncio.Future[str], new_thread_id: str) -> None:
@@ -297,9 +297,9 @@ class AsyncSession(_SessionParts):
         self._holder.ended = True
         loop = asyncio.get_running_loop()
         for executor in self._executors:
-            # In a thread: closing waits for the jobs' processes to go. Shielded: a second
+            # In a thread: closing waits for the jobs' processes to go. To its end: a second
             # Ctrl-C must not leave a job running.
-            await asyncio.shield(in_thread(loop, executor.close))
+            await to_its_end(in_thread(loop, executor.close))
 
 
 def _build(model: BaseChatModel | LazyModel | None, config: AgentConfig, saver: BaseCheckpointSaver[Any],

@@ -238,9 +238,29 @@ def _deliver(future: asyncio.Future[_T], outcome: tuple[bool, object]) -> None:
         future.set_exception(value)
 
 
+async def to_its_end(work: asyncio.Future[_T]) -> _T:
+    """`await work`, which no cancellation cuts short: the waiting goes on through every cancel,
+    and once `work` has ended a cancellation is raised (or `work`'s own error).
+
+    `asyncio.shield` alone is not enough for work that must finish (a kill, a release): it keeps
+    `work` running, but a second cancel ends the wait at once, and a thread of `in_thread` is a
+    daemon that dies with the interpreter, leaving what it was killing alive.
+    """
+    cancelled = False
+    while not work.done():
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            cancelled = True
+    result = work.result()
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
+
+
 async def abort_in_thread(loop: asyncio.AbstractEventLoop, sup: Supervisor) -> None:
     """Kill the run's process tree from a thread; wait for it even if cancelled again."""
-    await asyncio.shield(in_thread(loop, sup.abort))
+    await to_its_end(in_thread(loop, sup.abort))
 
 
 async def finish_in_thread(
@@ -261,11 +281,11 @@ async def finish_in_thread(
         # read end, and the write fails with EPIPE: nothing is left to wake.
         with contextlib.suppress(OSError):
             os.write(wake_write, b"x")
-        late: CommandResult | None = None
-        with contextlib.suppress(Exception):
-            late = await asyncio.shield(future)  # the thread kills the process tree, then returns
-        if late is not None:  # the run ended before the cancel reached it: its result is dropped
-            remove_spill_files(late)
+        # The thread kills the process tree, then returns; a second cancel waits for it too.
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await to_its_end(future)
+        if future.exception() is None and (late := future.result()) is not None:
+            remove_spill_files(late)  # the run ended before the cancel reached it: dropped
         raise
     finally:
         os.close(wake_write)

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind, arun_command, run_command
-from tests.tools.runner.proctools import cancel_once_started, gone_within, marked_processes, read_pids
+from tests.tools.runner.proctools import (
+    cancel_once_started,
+    gone_within,
+    kill_quietly,
+    marked_processes,
+    read_pids,
+)
 
 
 def arun(command: str, **kwargs: Any) -> CommandResult:
@@ -70,6 +78,40 @@ def test_cancelling_kills_the_process_tree(tmp_path: Path) -> None:
 
     assert asyncio.run(cancel_once_started(pids, f"sleep 30 & echo $! $$ > {pids}; sleep 30"))
     assert all(gone_within(pid, 1) for pid in read_pids(pids))
+
+
+_CANCEL_TWICE = """
+import asyncio, os, sys
+from bashgraph.tools import arun_command
+
+async def main(pids):
+    task = asyncio.create_task(arun_command(
+        f"setsid sleep 30 & echo $! > {pids}.tmp; sleep 30 & echo $! >> {pids}.tmp; "
+        f"mv {pids}.tmp {pids}; wait", timeout=60))
+    while not os.path.exists(pids):
+        await asyncio.sleep(0.01)
+    task.cancel()
+    await asyncio.sleep(0)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        sys.exit(0)
+    sys.exit("the task was not cancelled")
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_a_second_cancel_still_waits_for_the_kill(tmp_path: Path) -> None:
+    """Cancelled twice, the task still ends only once its process tree is dead: the program
+    exits right after, and the thread doing the kill (a daemon) would die with it."""
+    pids = tmp_path / "pids"
+    done = subprocess.run([sys.executable, "-c", _CANCEL_TWICE, str(pids)], timeout=30, check=False)
+    assert done.returncode == 0
+    left = [pid for pid in read_pids(pids) if not gone_within(pid, 1)]
+    kill_quietly(*left)
+    assert left == []
 
 
 def test_concurrent_commands_run_together_without_threads() -> None:
