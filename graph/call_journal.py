@@ -82,13 +82,14 @@ class Swept:
         return ""
 
 
-def interrupted_result(entry: JournalEntry, swept: Swept) -> CommandResult:
-    """`interrupted` for a call that started and never finished, once the sweep is done."""
+def interrupted_result(entry: JournalEntry, swept: Swept, cwd: str | None) -> CommandResult:
+    """`interrupted` for a call that started in `cwd` and never finished, once the sweep is
+    done. `cwd` is kept on the result: a person's "retry" runs the call there again."""
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
     return spawn_failure(
         SpawnErrorKind.INTERRUPTED, entry.command,
         f"started at {started} but the run stopped before it finished; it may have had "
-        f"side effects, so it was not run again{swept.text()}",
+        f"side effects, so it was not run again{swept.text()}", cwd=cwd,
     )
 
 

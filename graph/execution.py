@@ -145,7 +145,7 @@ class Executor:
             return self._emitted(self._job_tool(call, ctx), on_event)
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
-            return interrupted_result(plan.entry, sweep_cut_off(plan.entry, self.config.grace_s))
+            return interrupted_result(plan.entry, sweep_cut_off(plan.entry, self.config.grace_s), cwd)
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
@@ -177,7 +177,7 @@ class Executor:
         plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
             swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, self.config.grace_s))
-            return interrupted_result(plan.entry, swept)
+            return interrupted_result(plan.entry, swept, cwd)
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:

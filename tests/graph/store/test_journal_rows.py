@@ -3,6 +3,7 @@ sweep after a crash), a journal from before those columns, and a damaged row."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sqlite3
 from pathlib import Path
@@ -94,3 +95,20 @@ def _set_host(db_url: str, thread: str, host: str) -> None:
     else:
         with sqlite3.connect(db_url) as conn:
             conn.execute(query)
+
+
+def test_a_cut_off_call_keeps_the_directory_it_started_in(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """A person's "retry" of an `interrupted` call runs it where it first started: the result
+    carries that directory, on both paths (it was None, and the retry ran in the workdir)."""
+    thread = f"{thread_prefix}-cwd"
+    ctx = CallContext(thread, message_id="m1")
+    sub = str(tmp_path / "sub")
+    calls = [ToolCall(name="bash", args={"command": "sleep 1"}, id=f"c{i}", type="tool_call") for i in (1, 2)]
+    with open_journal(db_url) as journal:
+        for call in calls:
+            journal.start(thread, ctx.key(call["id"] or ""), 0, "sleep 1")
+        executor = Executor(AgentConfig(workdir=str(tmp_path)), journal)
+        results = [executor.run(calls[0], sub, ctx), asyncio.run(executor.arun(calls[1], sub, ctx))]
+    assert [(r.spawn_error, r.cwd) for r in results] == [(SpawnErrorKind.INTERRUPTED, sub)] * 2
