@@ -229,7 +229,9 @@ class Supervisor:
     def _while_running(self, now: float) -> None:
         if self.proc.returncode is not None:
             if self._open:
-                self.phase, self._deadline = Phase.DRAINING, now + DRAIN_S
+                # Not past the timeout: a shell that exits just before it must not push the
+                # holders' kill, and the call's return, beyond timeout + grace + 0.5 s.
+                self.phase, self._deadline = Phase.DRAINING, min(now + DRAIN_S, self._deadline)
             else:
                 self._finish(now)
         elif now >= self._deadline:

@@ -54,6 +54,19 @@ def test_term_ignoring_command_gets_sigkill_after_grace(tmp_path: Path) -> None:
     assert all(gone_within(pid, 1) for pid in read_pids(pids))
 
 
+def test_holders_of_a_shell_that_exits_just_before_the_timeout_are_killed_on_time(tmp_path: Path) -> None:
+    """The leftover rule's 0.5 s of draining ends at the timeout: a shell that exits at 0.45 s
+    with a TERM-ignoring holder returns at about timeout + grace (it took timeout + grace +
+    0.45 s, past the documented bound when the shell exits later still)."""
+    pids = tmp_path / "pids"
+    elapsed, result = timed_run(
+        f"(trap '' TERM; exec sleep 30) & echo $! > {pids}; s=$EPOCHREALTIME; "
+        "while (( ${EPOCHREALTIME/./} - ${s/./} < 450000 )); do :; done")
+    assert elapsed < TIMEOUT + GRACE + 0.25
+    assert result.outcome is Outcome.OK
+    assert all(gone_within(pid, 1) for pid in read_pids(pids))
+
+
 def test_setsid_escapee_is_found_and_killed(tmp_path: Path) -> None:
     """A process that left the session with setsid is found by its marker and killed."""
     pids = tmp_path / "pids"
