@@ -207,7 +207,9 @@ def _part_views(part: SimpleCommand) -> tuple[View, ...]:
 def _contexts(parts: list[SimpleCommand], start: Context) -> list[tuple[SimpleCommand, Context]]:
     """Pair each part with the directory it runs in, following literal `cd`s along the line.
 
-    A `cd` inside a subshell is followed too; that can only make paths look less safe.
+    A `cd` may not move the shell that runs a later part (it is in a subshell, after `&`, or
+    fails), so the line's start directory stays an alternative: following a `cd` can only make
+    a path look less safe.
     """
     paired: list[tuple[SimpleCommand, Context]] = []
     context = start
@@ -215,7 +217,7 @@ def _contexts(parts: list[SimpleCommand], start: Context) -> list[tuple[SimpleCo
         paired.append((part, context))
         if part.words and part.words[0] in ("cd", "pushd", "popd"):
             context = Context(context.workdir, _cd_target(part.words, context), context.home,
-                              context.command, context.functions)
+                              context.command, context.functions, start=start.cwd)
     return paired
 
 

@@ -11,22 +11,34 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bashgraph.tools.safety.git_options import cleans_forced, force_pushes, resets_hard
 from bashgraph.tools.safety.shellsplit import SimpleCommand
-from bashgraph.tools.safety.wrappers import View, find_start_paths, long_option
+from bashgraph.tools.safety.wrappers import View, find_start_paths, has_braces, long_option
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """What the built-in checks know about where a part runs. `cwd` is None once unknown."""
+    """What the built-in checks know about where a part runs. `cwd` is None once unknown.
+
+    `start` is the directory the line started in, once a `cd` moved `cwd` away from it: the
+    `cd` may not have moved the shell that runs the part (it ran in a subshell, after `&`, or
+    failed), so a relative path is judged from both (`alternatives`).
+    """
 
     workdir: str
     cwd: str | None
     home: str
     command: str
     functions: frozenset[str] = frozenset()  # the shell functions the line defines
+    start: str | None = None
+
+    def alternatives(self) -> tuple[Context, ...]:
+        """This context, and the one at the line's start when a `cd` moved away from it."""
+        if self.start is None or self.start == self.cwd:
+            return (self,)
+        return (self, replace(self, cwd=self.start, start=None))
 
 
 Check = Callable[[SimpleCommand, View, Context], bool]
@@ -59,15 +71,27 @@ def resolve_path(path: str, context: Context) -> str | None:
         path = posixpath.join(context.cwd, path)
     if len(path) > PATH_MAX:
         return None  # `cd a; cd a; …` thousands of times: unknown, rather than ever longer
-    return posixpath.normpath(path)
+    if has_braces(path):
+        return None  # `{..,.}/x` is two paths, known only once bash expands it
+    normal = posixpath.normpath(path)
+    # POSIX lets `//` mean something else and normpath keeps it; Linux reads `//etc` as `/etc`.
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
 
 
 def inside_workdir(path: str, context: Context) -> bool:
+    """True when `path` (or, for a glob, everything it can match) is below the workdir, from
+    every directory the part may run in."""
+    return all(_inside_from(path, each) for each in context.alternatives())
+
+
+def _inside_from(path: str, context: Context) -> bool:
     """True when `path` (or, for a glob, everything it can match) is below the workdir.
 
     The workdir itself is not "inside": `rm -rf .` deletes it. A component such as `.*` can match
     `..` in older bash, so it counts as unknown.
     """
+    if has_braces(path):
+        return False  # several paths, some may be outside
     globs = [path.find(c) for c in "*?["]
     first_glob = min((i for i in globs if i >= 0), default=-1)
     if first_glob < 0:
@@ -100,7 +124,9 @@ def _rm_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> b
     words = view.words
     if words[:1] == ("rm",):
         flags, targets = _split_options(words[1:])
-        if not any(_rm_forces(flag) for flag in flags):
+        # `find … -exec rm {}` deletes everything it finds without -r or -f.
+        from_find = view.words != _part.words and "find" in _part.words
+        if not from_find and not any(_rm_forces(flag) for flag in flags):
             return False
     elif words[:1] == ("find",) and "-delete" in words:
         targets = [f"{start.rstrip('/')}/*" for start in find_start_paths(words)]
@@ -149,9 +175,17 @@ def _write_system_path(part: SimpleCommand, view: View, context: Context) -> boo
 
 
 def _is_system_path(target: str, context: Context) -> bool:
+    if has_braces(target):
+        return True  # `{/,}etc/passwd` may be /etc/passwd
+    return any(_is_system_path_from(target, each) for each in context.alternatives())
+
+
+def _is_system_path_from(target: str, context: Context) -> bool:
     resolved = resolve_path(target, context)
     if resolved is None:
-        return False
+        # A relative path from an unknown directory (`pushd /etc && echo x > passwd`) may be
+        # anywhere; a variable (`> $LOG`) is the user's own.
+        return context.cwd is None and not target.startswith(("/", "~", "$"))
     return _DISKS.match(resolved) is not None or any(
         _below(resolved, root, strict=False) for root in _SYSTEM_DIRS)
 

@@ -18,6 +18,7 @@ from bashgraph.tools.safety.wrappers import (
     INTERPRETERS,
     SHELLS,
     View,
+    has_braces,
     inline_script,
     runs_stdin_as_code,
     shell_call,
@@ -50,6 +51,8 @@ def code_read_by(stage: Stage, stage_views: list[View], previous: Stage | None
     hidden, code = "", []
     if stage.words and stage.words[0].startswith(("$(", "`")):
         hidden = "the program's name is the output of a command"  # `$(printf '\x72m') -rf /`
+    elif stage.words and has_braces(stage.words[0]):
+        hidden = "the program's name is a brace expansion"  # `{rm,-rf,/}`, `{sudo,} reboot`
     for view in stage_views:
         name = view.words[0]
         if name not in EVALUATORS and INTERPRETERS.fullmatch(name) is None:

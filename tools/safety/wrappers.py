@@ -24,6 +24,8 @@ INTERPRETERS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh|python[0-9.]*|
 SHELLS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh")
 #: Commands that run their arguments as shell code.
 EVALUATORS = frozenset({"eval", "source", "."})
+#: Names of the process's own stdin: a script file named so is the program read from stdin.
+STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 #: More wrappers than this in one command is refused as too complex (the views would grow as
 #: the square of the command's length).
 MAX_VIEWS = 16
@@ -139,13 +141,27 @@ def views(words: tuple[str, ...], args_from_stdin: bool = False) -> list[View]:
     return found
 
 
+def has_braces(word: str) -> bool:
+    """True when bash may brace-expand `word` into several words (`{a,b}`, `{1..3}`)."""
+    opening = word.find("{")
+    rest = word[opening:] if opening >= 0 else ""
+    return "}" in rest and ("," in rest or ".." in rest)
+
+
+#: The options `find` takes before its start paths: -H -L -P, -O<level>, -D <debug options>.
+_FIND_LEADING = re.compile(r"-[HLP]|-O\d*|-D")
+
+
 def find_start_paths(words: tuple[str, ...]) -> list[str]:
     """The paths `find` walks: the operands before its first expression word (default `.`)."""
     paths: list[str] = []
-    for word in words[1:]:
+    rest = iter(words[1:])
+    for word in rest:
         if word.startswith(("-", "(", "!")) and word not in ("-", "--"):
-            if paths or word not in ("-H", "-L", "-P"):
+            if paths or not _FIND_LEADING.fullmatch(word):
                 break
+            if word == "-D":
+                next(rest, None)  # its debug options (`-D stat`)
             continue
         paths.append(word)
     return paths or ["."]
@@ -173,13 +189,16 @@ def shell_call(words: tuple[str, ...]) -> ShellCall:
     operands = words[index:]
     if has_c:
         return ShellCall(operands[0] if operands else None, None, False)
-    if operands and not has_s:
+    if operands and not has_s and operands[0] not in STDIN_FILES:
         return ShellCall(None, operands[0], False)
     return ShellCall(None, None, True)
 
 
 def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
-    """True for an interpreter reading its program from stdin: `sh`, `bash -s`, `python3 -`."""
+    """True for an interpreter reading its program from stdin: `sh`, `bash -s`, `python3 -`,
+    `bash /dev/stdin`, `source /dev/stdin`."""
+    if words[:1] in ((".",), ("source",)):
+        return len(words) > 1 and words[1] in STDIN_FILES
     if not words or not INTERPRETERS.fullmatch(words[0]):
         return False
     if SHELLS.fullmatch(words[0]):
@@ -188,7 +207,7 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
         if word == "-":
             return True
         if not word.startswith("-"):
-            return False  # a script file
+            return word in STDIN_FILES  # else a script file
         if word[1:2] != "-" and set(word[1:]) & set("cmeEprW"):
             return False  # -c CODE, -m module, -e CODE, -r CODE (php)
         if word in ("--eval", "--print", "--version", "--help"):
@@ -197,8 +216,9 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
 
 
 def program_name(word: str) -> str:
-    """The base name of a program word: `/usr/bin/rm` -> `rm` (a substitution stays whole)."""
-    if "/" not in word or word.startswith(("$(", "`")):
+    """The base name of a program word: `/usr/bin/rm` -> `rm` (a substitution, or a word bash
+    brace-expands into several, stays whole)."""
+    if "/" not in word or word.startswith(("$(", "`")) or has_braces(word):
         return word
     return word.rsplit("/", 1)[-1]
 
