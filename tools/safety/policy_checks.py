@@ -132,8 +132,8 @@ def _rm_outside_workdir(_part: SimpleCommand, view: View, context: Context) -> b
         targets = [f"{start.rstrip('/')}/*" for start in find_start_paths(words)]
     else:
         return False
-    if not targets:
-        return view.args_from_stdin  # `… | xargs rm -rf`: the paths are not known
+    if view.args_from_stdin:
+        return True  # `… | xargs rm -rf [build]`: xargs adds paths that are not known
     return not all(inside_workdir(target, context) for target in targets)
 
 
@@ -160,7 +160,7 @@ def _write_system_path(part: SimpleCommand, view: View, context: Context) -> boo
     targets = [r.target for r in part.redirects
                if r.op in _WRITE_OPS and not r.target.isdigit() and r.target != "-"]
     words = view.words
-    flags, operands = _split_options(words[1:])
+    _flags, operands = _split_options(words[1:])
     name = words[0] if words else ""
     if name in ("tee", "truncate"):
         targets += operands
@@ -169,9 +169,24 @@ def _write_system_path(part: SimpleCommand, view: View, context: Context) -> boo
     elif name == "dd":
         targets += [w[3:] for w in words[1:] if w.startswith("of=")]
     if name in ("cp", "mv", "install", "ln"):
-        targets += [w.split("=", 1)[1] for w in flags if w.startswith("--target-directory=")]
-        targets += [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-t"]
+        targets += _target_directories(words)
     return any(_is_system_path(target, context) for target in targets)
+
+
+def _target_directories(words: tuple[str, ...]) -> list[str]:
+    """The `-t DIR` of cp/mv/install/ln in every spelling: `-t DIR`, `-tDIR`, bundled (`-vt DIR`,
+    `-vtDIR`), `--target-directory[=]DIR` and its abbreviations (`--target=DIR`, `--tar DIR`)."""
+    found: list[str] = []
+    for index, word in enumerate(words[1:], start=1):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            if len(name) > 4 and "--target-directory".startswith(name):
+                found.append(value if eq else following)
+        elif word.startswith("-") and "t" in word[1:]:
+            value = word[word.index("t", 1) + 1 :]
+            found.append(value or following)
+    return [target for target in found if target]
 
 
 def _is_system_path(target: str, context: Context) -> bool:

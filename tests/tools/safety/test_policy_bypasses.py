@@ -109,6 +109,12 @@ ASKED = {
     "cd-that-fails": f"cd nosuchdir; {OUTSIDE}",
     "cd-behind-a-false-condition": f"false && cd sub; {OUTSIDE}",
     "write-after-pushd": "pushd /etc && echo x > passwd",
+    "cp-target-glued": "cp -t/etc evil",
+    "cp-target-bundled": "cp -vt /etc evil",
+    "cp-target-long-separate": "cp --target-directory /etc/cron.d evil",
+    "cp-target-abbreviated": "cp --target=/etc evil",
+    "xargs-beside-a-literal-target": f"echo ../outside | xargs {OUTSIDE.replace('../outside', 'build')}",
+    "xargs-replace-string": "echo ../outside | xargs -I{} rm -rf {}",
 }
 
 
@@ -145,6 +151,7 @@ ALLOWED = [
     "echo {a,b}", "ls src/{a,b}.py", "mkdir -p build/{x,y}", "find . -exec grep -l x {} +",
     "git log --format={x}", "rm find", "echo > out.txt", "python3 script.py < /dev/stdin",
     "cd sub && rm -rf x", "cd src && rm -rf build/*", "cd sub && echo hi > out.txt",
+    "cp -t out x", "cp -vt build a b", "mv --target-directory=dist a", "cp -at out x",
 ]
 
 
