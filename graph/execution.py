@@ -44,6 +44,7 @@ from bashgraph.graph.call_journal import (
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.jobs import Answer, RunJobs
+from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME, validate_bash_args
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
@@ -270,6 +271,7 @@ class Executor:
             return entry.result if entry.result is not None else _CutOff(entry)
         marker = os.urandom(16).hex()
         if ctx.journal is not None and ctx.thread_id is not None:
+            check_held(ctx.thread_id)  # a lock lost meanwhile: another worker may run the thread
             ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
         return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
 

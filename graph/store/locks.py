@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.errors import StoreError, ThreadBusyError
-from bashgraph.graph.store.checkpoints import Location, connect_postgres, locate, postgres_errors
+from bashgraph.graph.store.checkpoints import Location, connect_postgres, first_line, locate, postgres_errors
+from bashgraph.graph.store.held_locks import holding
 from bashgraph.tools.runner.drive import in_thread, to_its_end
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ def _file_lock(location: Location, thread_id: str) -> Iterator[None]:
     fd = _acquire_file(path, thread_id)
     try:
         os.write(fd, _holder().encode())
-        yield
+        with holding(thread_id, functools.partial(_file_problem, fd, path)):
+            yield
     finally:
         # Unlink while still holding the lock: a waiter that opened this inode sees it gone
         # (`_acquire_file` checks) and starts over on a fresh file.
@@ -101,6 +103,11 @@ def _acquire_file(path: Path, thread_id: str) -> int:
             os.ftruncate(fd, 0)
             return fd
         os.close(fd)  # the previous holder removed this file as we opened it: try again
+
+
+def _file_problem(fd: int, path: Path) -> str | None:
+    """None while `fd` is still the lock file at `path`: a new holder makes a new file there."""
+    return None if _still_linked(fd, path) else f"its lock file {path} was removed"
 
 
 def _still_linked(fd: int, path: Path) -> bool:
@@ -140,9 +147,21 @@ def _advisory_lock(location: Location, thread_id: str) -> Iterator[None]:
                 if holder is not None or not _take_when_released(conn, key):
                     raise _busy(thread_id, holder)
         try:
-            yield
+            with holding(thread_id, functools.partial(_connection_problem, conn)):
+                yield
         finally:
             _unlock(conn, key)
+
+
+def _connection_problem(conn: psycopg.Connection[Any]) -> str | None:
+    """None while the lock's connection, and with it the session that holds the lock, is alive."""
+    import psycopg
+
+    try:
+        conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return f"its connection to the server ended ({first_line(exc)})"
+    return None
 
 
 def _try_advisory(conn: psycopg.Connection[Any], key: int) -> bool:
@@ -174,6 +193,9 @@ def _unlock(conn: psycopg.Connection[Any], key: int) -> None:
     """
     import psycopg  # deferred like every PostgreSQL import: loaded by now, by the connection
 
+    if conn.broken or conn.closed:  # already gone (a lost lock): nothing is held, no socket left
+        conn.close()
+        return
     cutoff = _Cutoff(conn.fileno())
     timer = threading.Timer(UNLOCK_WAIT_S, cutoff.fire)
     timer.daemon = True
@@ -181,7 +203,11 @@ def _unlock(conn: psycopg.Connection[Any], key: int) -> None:
     try:
         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     except psycopg.Error:
-        return  # the connection is gone or was cut: its session, and the lock with it, end
+        # The connection is gone or was cut: its session, and the lock with it, end. Closed
+        # here, so leaving its block tries no rollback on it, which would replace the error
+        # that ended the run (a lost lock's, say) with "the connection is lost".
+        conn.close()
+        return
     finally:
         cutoff.disarm()
         timer.cancel()
