@@ -23,7 +23,7 @@ from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
-from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply
+from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
@@ -118,6 +118,7 @@ class LoopNodes:
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
         reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
+        reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
         update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}

@@ -92,3 +92,33 @@ def _all_encodable(value: Any) -> bool:
     if isinstance(value, dict):
         return all(_all_encodable(key) and _all_encodable(item) for key, item in value.items())
     return True
+
+
+def with_distinct_call_ids(reply: AIMessage) -> AIMessage:
+    """`reply` unchanged when every call has an id of its own; otherwise a copy where each has.
+
+    A call is known by its id everywhere after the reply: its journal row, its answer's message
+    id, the provider's pairing of call and answer. Two calls under one id (or none) lost one
+    result, and ran into each other's journal row. A missing id becomes `call_<n>` (its place
+    in the reply), a repeated one `<id>_<n>`, never taking an id another call has.
+    """
+    calls = [*reply.tool_calls, *reply.invalid_tool_calls]
+    ids = [call.get("id") or "" for call in calls]
+    if all(ids) and len(set(ids)) == len(ids):
+        return reply
+    taken, fresh = set(ids), []
+    seen: set[str] = set()
+    for place, given in enumerate(ids):
+        chosen = given if given and given not in seen else ""
+        suffix = place
+        while not chosen or chosen in seen or (chosen != given and chosen in taken):
+            chosen = f"{given or 'call'}_{suffix}"
+            suffix += len(ids)
+        seen.add(chosen)
+        fresh.append(chosen)
+    valid = len(reply.tool_calls)
+    return reply.model_copy(update={
+        "tool_calls": [{**call, "id": new} for call, new in zip(reply.tool_calls, fresh[:valid], strict=True)],
+        "invalid_tool_calls": [{**bad, "id": new} for bad, new in
+                               zip(reply.invalid_tool_calls, fresh[valid:], strict=True)],
+    })
