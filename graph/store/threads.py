@@ -236,24 +236,35 @@ def fork(
         # Kept in the fork's first checkpoint's metadata; `threads` and `history` show it.
         "metadata": {"forked_from": f"{thread_id}@{checkpoint_id}"},
     }
-    # Before the checkpoints: a crash in between leaves job rows of no thread, never a fork
-    # whose own jobs would take the ids of its source's.
-    note_source_jobs(journal, thread_id, new_thread_id)
-    for values, as_node in _fork_updates(source):
-        agent.update_state(target, values, as_node=as_node)
-    landed = agent.get_state(thread_config(new_thread_id)).next
+    try:
+        # Before the checkpoints: a crash in between leaves job rows of no thread, never a fork
+        # whose own jobs would take the ids of its source's.
+        note_source_jobs(journal, thread_id, new_thread_id)
+        # A fork of new input writes twice (the thread so far, then the input): cut off between
+        # the two (an error, Ctrl-C), the copy would look finished with the input lost.
+        for values, as_node in _fork_updates(source):
+            agent.update_state(target, values, as_node=as_node)
+        landed = agent.get_state(thread_config(new_thread_id)).next
+    except BaseException:
+        _delete_fork(agent, journal, new_thread_id)
+        raise
     if tuple(landed) != tuple(source.next):
         # Refused whole: a half-made thread would resume somewhere the source never went.
-        if agent.checkpointer is not None and not isinstance(agent.checkpointer, bool):
-            agent.checkpointer.delete_thread(new_thread_id)
-        if hasattr(journal, "delete_thread"):
-            journal.delete_thread(new_thread_id)
+        _delete_fork(agent, journal, new_thread_id)
         raise BashgraphError(
             f"cannot fork {thread_id}@{checkpoint_id}: the copy would continue at {landed} instead "
             f"of {source.next} (this process routes it differently, or the source was given new "
             "input while it waited at a question); nothing was created"
         )
     return new_thread_id
+
+
+def _delete_fork(agent: CompiledStateGraph[Any, Any, Any, Any], journal: object, new_thread_id: str) -> None:
+    """Remove what a fork that did not complete wrote: its checkpoints and its journal rows."""
+    if agent.checkpointer is not None and not isinstance(agent.checkpointer, bool):
+        agent.checkpointer.delete_thread(new_thread_id)
+    if hasattr(journal, "delete_thread"):
+        journal.delete_thread(new_thread_id)
 
 
 def fork_id(thread_id: str) -> str:

@@ -127,3 +127,35 @@ def test_job_ids_go_on_from_the_highest_even_after_a_refused_start_and_a_crashed
         for _ in session.run({"messages": [HumanMessage("in the fork")]}, forked):
             pass
         assert "job job-5 started" in str(session.state(forked).values["messages"][-2].content)
+
+
+def test_a_fork_cut_off_between_its_writes_leaves_no_thread(
+    db_url: str, thread_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork of new input writes the thread so far, then the input. Ctrl-C between the two
+    left a fork that looked finished, with the input lost, and its id taken."""
+    source, copy = f"{thread_prefix}-src", f"{thread_prefix}-cut"
+    model = ScriptedChatModel([answer("one"), answer("two")])
+    with open_session(db_url, model=model, config=AgentConfig(workdir=str(tmp_path))) as session:
+        for task in ("first task", "second task"):
+            for _ in session.run({"messages": [("user", task)]}, source):
+                pass
+        # Newest first: the second task's input, waiting to run on top of the first's run.
+        new_input = next(row.checkpoint_id for row in session.history(source) if row.next == ("__start__",))
+        writes = 0
+        real_update = session.agent.update_state
+
+        def cut_off_at_the_second(*args: Any, **kwargs: Any) -> Any:
+            nonlocal writes
+            writes += 1
+            if writes == 2:
+                raise KeyboardInterrupt
+            return real_update(*args, **kwargs)
+
+        monkeypatch.setattr(session.agent, "update_state", cut_off_at_the_second)
+        with pytest.raises(KeyboardInterrupt):
+            session.fork(source, new_input, copy)
+        monkeypatch.undo()
+        assert session.state(copy).created_at is None
+        assert session.fork(source, new_input, copy) == copy
+        assert session.state(copy).next == ("__start__",)  # the second task waits, as in its source
