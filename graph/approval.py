@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langgraph.types import interrupt
 
-from bashgraph.graph.checks import Check, Checker
+from bashgraph.graph.checks import Check, Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.nodes import pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
@@ -109,10 +109,10 @@ def approval_request(call: ToolCall, check: Check) -> dict[str, Any]:
 
 def refusal_of(call: ToolCall, check: Check | None, verdict: Verdict | None) -> CommandResult | None:
     """The `denied` result of a call a rule or a person refused, else None (it may run)."""
+    denied = denial_of(call, check)
+    if denied is not None:
+        return denied
     command = str(call["args"].get("command", ""))
-    if check is not None and check["action"] == "deny":
-        rule = check["rule"] or "policy"
-        return spawn_failure(SpawnErrorKind.DENIED, command, f"denied by rule {rule!r}: {check['reason']}")
     if verdict is not None and verdict.action == "reject":
         why = f": {verdict.message}" if verdict.message else ""
         return spawn_failure(SpawnErrorKind.DENIED, command, f"rejected by a person{why}")

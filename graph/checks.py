@@ -17,6 +17,7 @@ from langchain_core.messages import ToolCall
 from typing_extensions import TypedDict
 
 from bashgraph.tools.bash_tool import checkable_command
+from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.safety.policy import Policy
 
 
@@ -78,6 +79,15 @@ class Checker:
             if stored is not None and stored["digest"] == _digest(command):
                 return stored
         return self.check(command, cwd)
+
+
+def denial_of(call: ToolCall, check: Check | None) -> CommandResult | None:
+    """The `denied` result of a call a rule refused, else None."""
+    if check is None or check["action"] != "deny":
+        return None
+    rule = check["rule"] or "policy"
+    return spawn_failure(SpawnErrorKind.DENIED, str(call["args"].get("command", "")),
+                         f"denied by rule {rule!r}: {check['reason']}")
 
 
 def _digest(text: str) -> str:

@@ -20,7 +20,7 @@ from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
-from bashgraph.graph.checks import Checker
+from bashgraph.graph.checks import Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
@@ -134,21 +134,35 @@ class LoopNodes:
     def tools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
         cwd, emit = state.get("cwd"), get_stream_writer()
+        denied = self._denied_by_changed_rules(state, calls)
         if len(calls) <= 1:
-            results = [self._run_one(call, cwd, ctx, emit) for call in calls]
+            results = [self._run_one(call, cwd, ctx, emit, denied) for call in calls]
         else:
             # The context is copied into each thread: LangGraph's stream writer reads the run's
             # config from a context variable every time it writes an event.
             with ContextThreadPoolExecutor(max_workers=min(len(calls), 16)) as pool:
-                results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit), calls))
+                results = list(pool.map(lambda call: self._run_one(call, cwd, ctx, emit, denied), calls))
         return self._batch_update(state, calls, results, ctx, cwd)
 
     async def atools(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
-        results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit) for call in calls))
+        denied = self._denied_by_changed_rules(state, calls)
+        results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit, denied) for call in calls))
         return self._batch_update(state, calls, list(results), ctx, cwd)
+
+    def _denied_by_changed_rules(self, state: AgentState, calls: Sequence[ToolCall]) -> dict[str, CommandResult]:
+        """Calls the rules deny now, when they changed since `agent` checked them (a resume with
+        another policy lands here once the step's routing was saved): refused, whatever the
+        old rules or a person allowed. Deny beats every allow; what the new rules would only
+        ask about is not asked again past `approve`."""
+        checks = state.get("policy_checks")
+        if self.checker is None or (checks is not None and checks["policy"] == self.checker.fingerprint):
+            return {}
+        cwd = state.get("cwd")
+        denials = {call.get("id") or "": denial_of(call, self.checker.check_of(call, cwd, checks)) for call in calls}
+        return {call_id: denial for call_id, denial in denials.items() if denial is not None}
 
     def _batch(self, state: AgentState, config: RunnableConfig) -> tuple[list[ToolCall], CallContext]:
         messages = state.get("messages", [])
@@ -159,20 +173,24 @@ class LoopNodes:
         return calls, CallContext(thread_of(config), message_id=(message.id or "") if message else "")
 
     def _run_one(
-        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter
+        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter,
+        denied: dict[str, CommandResult],
     ) -> CommandResult:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
-        result = self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call)
+        result = denied.get(call.get("id") or "") or (
+            self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call))
         emit(end_event(call, result))
         return result
 
     async def _arun_one(
-        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter
+        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter,
+        denied: dict[str, CommandResult],
     ) -> CommandResult:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
-        result = await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call)
+        result = denied.get(call.get("id") or "") or (
+            await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call))
         emit(end_event(call, result))
         return result
 
