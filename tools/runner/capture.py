@@ -93,9 +93,6 @@ class StreamCapture:
         """`spill_dir` None: `default_spill_dir()`, looked up only if the stream spills."""
         self.name = name
         self.limit = max(limit, 0)
-        # The cap counts characters; UTF-8 takes up to 4 bytes for one. A stream stays in
-        # memory up to that, and whether it spills is decided on its text (see `finish`).
-        self._memory_cap = 4 * self.limit
         self.total = 0
         self._spill_dir = spill_dir
         self._tag = tag
@@ -175,7 +172,7 @@ class StreamCapture:
             self._start_spill(fd)
         if self._mode == _MEMORY:
             self._buffer += data
-            if len(self._buffer) > self._memory_cap:
+            if len(self._buffer) > self.limit:
                 self._mode = _PENDING  # the file is created by the next pump, or by finish
         elif self._mode == _SPILLING:
             self._write_spill(data)
@@ -257,10 +254,7 @@ class StreamCapture:
         if self._mode == _PENDING:
             self._start_spill(-1)
         if self._mode == _MEMORY:
-            text = safe_text(self._buffer) if self.total else ""
-            if len(text) <= self.limit:
-                return Captured(text, self.total, False, None)
-            self._start_spill(-1)  # more characters than the cap: spilled like a longer stream
+            return Captured(safe_text(self._buffer) if self.total else "", self.total, False, None)
         tail = self._tail if self._mode == _DISCARDING else self._read_spill_tail()
         self.close()
         return Captured(self._join(self._buffer, tail), self.total, True, self._spill_path)

@@ -56,9 +56,7 @@ class RunOptions:
     """The POSIX shell that runs `shell -c command`: a name looked up on PATH, or a path."""
 
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
-    """Characters kept per stream; a longer stream is spilled whole to a file in `spill_dir`.
-    Its head and tail are then cut in UTF-8 bytes (half the cap each, less the marker), so text
-    of multi-byte characters keeps fewer characters than the cap."""
+    """Characters kept per stream; a longer stream is spilled whole to a file in `spill_dir`."""
 
     spill_dir: PathArg | None = None
     """Where spill files go; None: `<temp dir>/bashgraph-spill`."""
