@@ -56,7 +56,10 @@ class RunOptions:
     """The POSIX shell that runs `shell -c command`: a name looked up on PATH, or a path."""
 
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
-    """Characters kept per stream; a longer stream is spilled whole to a file in `spill_dir`."""
+    """Characters kept per stream, at most; a stream of more UTF-8 bytes than this is spilled
+    whole to a file in `spill_dir` (so text of multi-byte characters spills sooner: 400 CJK
+    characters are 1,200 bytes). The cap is checked on bytes as they are read, without decoding
+    them, so a spill starts while the command runs, off the event loop."""
 
     spill_dir: PathArg | None = None
     """Where spill files go; None: `<temp dir>/bashgraph-spill`."""

@@ -57,6 +57,16 @@ def test_output_at_the_cap_is_kept_whole() -> None:
     assert (result.stdout, result.truncated, result.stdout_file) == ("a" * 500, False, None)
 
 
+def test_the_cap_is_checked_on_bytes_and_keeps_at_most_that_many_characters(tmp_path: Path) -> None:
+    """As `max_output_chars` documents: 400 three-byte characters (1,200 bytes) pass a cap of
+    1,000, so the stream is spilled whole, and fewer than 1,000 characters are kept."""
+    result = run_command("printf '\\xe4\\xb8\\xad%.0s' $(seq 400)", max_output_chars=1000, spill_dir=tmp_path)
+    assert result.truncated
+    assert len(result.stdout) <= 1000
+    assert result.stdout_file is not None
+    assert Path(result.stdout_file).read_bytes() == "中".encode() * 400
+
+
 def test_streams_are_capped_and_spilled_separately(tmp_path: Path) -> None:
     """stderr over the cap spills to its own file; a short stdout stays whole."""
     result = run_command("echo short; seq 1 5000 >&2", max_output_chars=200, spill_dir=tmp_path)
