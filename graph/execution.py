@@ -264,7 +264,10 @@ class Executor:
         entry = self._entry(call_id, ctx)
         if entry is not None and entry.command != args.command:
             # The call was changed after it was journaled (a state edit, a replay): the row
-            # holds another command's result. The new command gets a row of its own.
+            # holds another command's result. The new command gets a row of its own; what is
+            # left of a cut-off original on this host is stopped first, as on any resume.
+            if entry.result is None:
+                sweep_cut_off(entry, self.config.grace_s)
             call_id = f"{call_id}#{hashlib.sha256(args.command.encode()).hexdigest()[:16]}"
             entry = self._entry(call_id, ctx)
         if entry is not None:

@@ -4,15 +4,17 @@ sweep after a crash), a journal from before those columns, and a damaged row."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import ToolCall
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.call_journal import CallContext
+from bashgraph.graph.call_journal import CALL_MARKER_VAR, CallContext
 from bashgraph.graph.errors import StoreError
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.store.checkpoints import locate
@@ -112,3 +114,25 @@ def test_a_cut_off_call_keeps_the_directory_it_started_in(
         executor = Executor(AgentConfig(workdir=str(tmp_path)), journal)
         results = [executor.run(calls[0], sub, ctx), asyncio.run(executor.arun(calls[1], sub, ctx))]
     assert [(r.spawn_error, r.cwd) for r in results] == [(SpawnErrorKind.INTERRUPTED, sub)] * 2
+
+
+def test_an_edited_cut_off_call_stops_what_is_left_of_the_original(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """A call cut off by a crash, then edited through `update_state` before the resume, runs
+    its new command under a row of its own; the original's processes still running on this
+    host are stopped first, as a resume stops those of any cut-off call."""
+    thread = f"{thread_prefix}-edit"
+    ctx = CallContext(thread, message_id="m1")
+    marker = "feedface" * 4
+    original = subprocess.Popen(["sleep", "30"], env={**os.environ, CALL_MARKER_VAR: marker})
+    try:
+        with open_journal(db_url) as journal:
+            journal.start(thread, ctx.key("c1"), 0, "sleep 30", marker)
+            edited = ToolCall(name="bash", args={"command": "echo edited"}, id="c1", type="tool_call")
+            result = Executor(AgentConfig(workdir=str(tmp_path), grace_s=0.5), journal).run(edited, None, ctx)
+        assert result.stdout == "edited\n"
+        assert original.wait(timeout=5) is not None
+    finally:
+        original.kill()
+        original.wait()
