@@ -231,10 +231,14 @@ class Driver:
         # From an earlier checkpoint (re-asking an escalation), or the thread's latest.
         start: RunnableConfig | None = (
             {"configurable": {"checkpoint_id": action.checkpoint_id}} if action.checkpoint_id else None)
+        chunks = session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes)
         try:
-            async for chunk in session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes):
-                for event in chunk_events(chunk, self.thread_id):
-                    self.settings.renderer.emit(event)
+            # Closed here, not left to the loop's shutdown: a write that fails (stdout closed)
+            # ends the run, and its cancelled steps must finish before the loop closes.
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    for event in chunk_events(chunk, self.thread_id):
+                        self.settings.renderer.emit(event)
         except (asyncio.CancelledError, ThreadBusyError, StoreError, ConfigError, BrokenPipeError):
             raise  # not the model's failure, even when the model's step is next
         except Exception as exc:
