@@ -1,0 +1,174 @@
+"""Every tool call in the history is answered before the model is called again, whatever input
+continues a thread whose run stopped between a reply and its answers.
+
+A real cut-off: an async run is cancelled while its command runs (the command is killed, its
+journal row keeps a start and no result) right after another call of the same reply finished
+(its row has its result, but its answer never reached the state). The thread then goes on with
+a new message, with `{}` or with `None`, through plain LangGraph (no session: it would refuse
+new input), sync or async, on SQLite (the session's journal) or in memory (the journal in a
+LangGraph store, as under the server). The model is the real `ChatOpenAI` against a scripted
+server that answers HTTP 400 to an unanswered call, as real servers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.build import Agent
+from bashgraph.graph.models.factory import make_chat_model
+from bashgraph.graph.store.checkpoints import aopen_checkpointer, open_checkpointer
+from bashgraph.graph.store.journal import open_journal
+from bashgraph.graph.store.store_journal import StoreJournal
+from tests.support.openai_server import FakeOpenAIServer, ToolCall, text, tool_calls
+
+WAIT_S = 30
+QUICK = "echo once >> log; echo quick-done"
+SLOW = "echo x >> counter; sleep 30"
+INPUTS: dict[str, Any] = {
+    "message": {"messages": [HumanMessage("what happened?", id="user-2")]},
+    "empty": {},
+    "none": None,
+}
+
+
+class Backend:
+    """Where the thread lives: a SQLite file (checkpoints and the session's journal), or memory
+    (InMemorySaver, and the journal in an InMemoryStore, as under the LangGraph server)."""
+
+    def __init__(self, kind: str, tmp_path: Path, server: FakeOpenAIServer, **settings: Any) -> None:
+        self.kind, self.db = kind, str(tmp_path / "checkpoints.sqlite")
+        self.saver, self.store = InMemorySaver(), InMemoryStore()
+        self.config = AgentConfig(model=server.model, base_url=server.base_url, workdir=str(tmp_path),
+                                  model_max_retries=0, on_environment_error="model", **settings)
+
+    def _agent(self, saver: Any, journal: Any) -> Agent:
+        model = make_chat_model(self.config, environ={})
+        if journal is None:
+            return build_graph(model=model, config=self.config, checkpointer=saver, store=self.store)
+        return build_graph(model=model, config=self.config, checkpointer=saver, journal=journal)
+
+    @contextlib.contextmanager
+    def sync_agent(self) -> Iterator[Agent]:
+        if self.kind == "memory":
+            yield self._agent(self.saver, None)
+            return
+        with open_checkpointer(self.db) as saver, open_journal(self.db) as journal:
+            yield self._agent(saver, journal)
+
+    @contextlib.asynccontextmanager
+    async def async_agent(self) -> AsyncIterator[Agent]:
+        if self.kind == "memory":
+            yield self._agent(self.saver, None)
+            return
+        async with aopen_checkpointer(self.db) as saver:
+            with open_journal(self.db) as journal:
+                yield self._agent(saver, journal)
+
+    def finished(self, thread: str, key: str) -> bool:
+        """The journal holds the result of the call with this key."""
+        if self.kind == "memory":
+            entry = StoreJournal(self.store).lookup(thread, key, 0)
+        else:
+            with open_journal(self.db) as journal:
+                entry = journal.lookup(thread, key, 0)
+        return entry is not None and entry.result is not None
+
+
+def thread_config(thread: str = "t1") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+async def wait_for(check: Any, what: str) -> None:
+    for _ in range(WAIT_S * 50):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def cut_off(backend: Backend, work: Path) -> None:
+    """Start a run whose reply asks for QUICK and SLOW; cancel it once QUICK's result is
+    journaled and SLOW runs."""
+    async with backend.async_agent() as agent:
+        config = thread_config()
+        run = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("count once")]}, config))
+        await wait_for(lambda: lines(work / "counter") == 1, "the slow command to start")
+
+        reply = (await agent.aget_state(config)).values["messages"][-1]
+        await wait_for(lambda: backend.finished("t1", f"{reply.id}/quick"), "the quick command's result")
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+
+
+def cut_off_and_continue(backend: Backend, work: Path, mode: str, inputs: Any) -> dict[str, Any]:
+    """`cut_off`, then the thread goes on with `inputs`; its state after. (The async form runs
+    in the same event loop: langchain-openai shares one async HTTP client per process.)"""
+
+    async def main() -> dict[str, Any]:
+        await cut_off(backend, work)
+        if mode == "sync":
+            return {}
+        async with backend.async_agent() as agent:
+            await agent.ainvoke(inputs, thread_config())
+            return dict((await agent.aget_state(thread_config())).values)
+
+    state = asyncio.run(main())
+    if mode == "async":
+        return state
+    with backend.sync_agent() as agent:
+        agent.invoke(inputs, thread_config())
+        return dict(agent.get_state(thread_config()).values)
+
+
+def answers_of(messages: list[Any], reply_index: int) -> list[dict[str, Any]]:
+    """The artifacts of the tool messages directly after the reply at `reply_index`."""
+    found = []
+    for message in messages[reply_index + 1:]:
+        if not isinstance(message, ToolMessage):
+            break
+        found.append({"call": message.tool_call_id, **message.artifact})
+    return found
+
+
+@pytest.mark.parametrize("inputs", INPUTS)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_cut_off_reply_is_answered_from_the_journal_whatever_continues_the_thread(
+    kind: str, mode: str, inputs: str, tmp_path: Path
+) -> None:
+    """The finished call is answered with its journaled result, the cut-off one `interrupted`;
+    the answers sit right after the reply; nothing runs twice; the server took every request."""
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": QUICK}, id="quick"),
+                              ToolCall("bash", {"command": SLOW}, id="slow")), text("all told"))
+        backend = Backend(kind, tmp_path, server)
+        state = cut_off_and_continue(backend, tmp_path, mode, INPUTS[inputs])
+        server.assert_done()  # no 400: every request carried an answer for every call
+        last_request = server.chat_requests[-1].messages
+    assert (lines(tmp_path / "counter"), lines(tmp_path / "log")) == (1, 1), "a command ran twice"
+    messages = state["messages"]
+    reply = next(i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.tool_calls)
+    quick, slow = answers_of(messages, reply)
+    assert (quick["call"], quick["outcome"], quick["stdout"]) == ("quick", "ok", "quick-done\n")
+    assert (slow["call"], slow["outcome"], slow["spawn_error"]) == ("slow", "spawn_error", "interrupted")
+    assert messages[-1].content == "all told"
+    told = [m for m in last_request if m["role"] == "tool"]
+    assert len(told) == 2
+    assert "interrupted" in told[1]["content"]
+    if inputs == "message":
+        assert [m["role"] for m in last_request[-2:]] == ["tool", "user"]
