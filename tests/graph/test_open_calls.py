@@ -19,13 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.build import Agent
 from bashgraph.graph.models.factory import make_chat_model
+from bashgraph.graph.open_calls import has_open_calls, with_answers
 from bashgraph.graph.store.checkpoints import aopen_checkpointer, open_checkpointer
 from bashgraph.graph.store.journal import open_journal
 from bashgraph.graph.store.store_journal import StoreJournal
@@ -51,7 +53,7 @@ class Backend:
         self.config = AgentConfig(model=server.model, base_url=server.base_url, workdir=str(tmp_path),
                                   model_max_retries=0, on_environment_error="model", **settings)
 
-    def _agent(self, saver: Any, journal: Any) -> Agent:
+    def agent_on(self, saver: Any, journal: Any) -> Agent:
         model = make_chat_model(self.config, environ={})
         if journal is None:
             return build_graph(model=model, config=self.config, checkpointer=saver, store=self.store)
@@ -60,19 +62,19 @@ class Backend:
     @contextlib.contextmanager
     def sync_agent(self) -> Iterator[Agent]:
         if self.kind == "memory":
-            yield self._agent(self.saver, None)
+            yield self.agent_on(self.saver, None)
             return
         with open_checkpointer(self.db) as saver, open_journal(self.db) as journal:
-            yield self._agent(saver, journal)
+            yield self.agent_on(saver, journal)
 
     @contextlib.asynccontextmanager
     async def async_agent(self) -> AsyncIterator[Agent]:
         if self.kind == "memory":
-            yield self._agent(self.saver, None)
+            yield self.agent_on(self.saver, None)
             return
         async with aopen_checkpointer(self.db) as saver:
             with open_journal(self.db) as journal:
-                yield self._agent(saver, journal)
+                yield self.agent_on(saver, journal)
 
     def finished(self, thread: str, key: str) -> bool:
         """The journal holds the result of the call with this key."""
@@ -84,7 +86,7 @@ class Backend:
         return entry is not None and entry.result is not None
 
 
-def thread_config(thread: str = "t1") -> dict[str, Any]:
+def thread_config(thread: str = "t1") -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 
@@ -172,3 +174,98 @@ def test_a_cut_off_reply_is_answered_from_the_journal_whatever_continues_the_thr
     assert "interrupted" in told[1]["content"]
     if inputs == "message":
         assert [m["role"] for m in last_request[-2:]] == ["tool", "user"]
+
+
+# -- calls that never started -------------------------------------------------------------------
+def _asking_agent(server: FakeOpenAIServer, tmp_path: Path) -> Agent:
+    """An agent (in memory) whose every command needs a person; the model asks for one."""
+    server.add(tool_calls(ToolCall("bash", {"command": "echo ran >> asked"}, id="asked")))
+    backend = Backend("memory", tmp_path, server, approval="always")
+    return backend.agent_on(backend.saver, None)
+
+
+@pytest.mark.parametrize("inputs", ["message", "empty"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_new_input_instead_of_an_approval_answer_tells_the_model_the_call_was_not_run(
+    mode: str, inputs: str, tmp_path: Path
+) -> None:
+    """The question LangGraph drops with the stopped step is not answered away in silence: the
+    call is answered `not_run`, saying it waited for a person; it never runs."""
+    with FakeOpenAIServer() as server:
+        agent = _asking_agent(server, tmp_path)
+        agent.invoke({"messages": [HumanMessage("go")]}, thread_config())
+        assert agent.get_state(thread_config()).next == ("approve",)
+        server.add(text("understood"))
+        if mode == "sync":
+            agent.invoke(INPUTS[inputs], thread_config())
+        else:
+            asyncio.run(agent.ainvoke(INPUTS[inputs], thread_config()))
+        server.assert_done()
+    messages = agent.get_state(thread_config()).values["messages"]
+    [answer] = answers_of(messages, 1)
+    assert (answer["outcome"], answer["spawn_error"]) == ("spawn_error", "not_run")
+    assert "needed a person's approval" in answer["detail"]
+    assert messages[-1].content == "understood"
+    assert not (tmp_path / "asked").exists()
+
+
+def test_none_asks_a_pending_question_again_and_calls_no_model(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        agent = _asking_agent(server, tmp_path)
+        agent.invoke({"messages": [HumanMessage("go")]}, thread_config())
+        result = agent.invoke(None, thread_config())
+        server.assert_done()
+        assert len(server.chat_requests) == 1
+    assert result["__interrupt__"][0].value["kind"] == "approval"
+    assert agent.get_state(thread_config()).next == ("approve",)
+
+
+@pytest.mark.parametrize("journal", [True, False])
+def test_a_call_stopped_before_it_started_is_answered_not_run_or_unknown_without_a_journal(
+    journal: bool, tmp_path: Path
+) -> None:
+    """Stopped before `tools`: with a journal the call is `not_run`; with none, nothing can say
+    whether it started, so it is `interrupted` and the model is told it may have run."""
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": "echo ran >> file"}, id="c1")), text("ok"))
+        backend = Backend("memory", tmp_path, server)
+        model = make_chat_model(backend.config, environ={})
+        agent = (backend.agent_on(backend.saver, None) if journal
+                 else build_graph(model=model, config=backend.config, checkpointer=InMemorySaver()))
+        agent.invoke({"messages": [HumanMessage("go")]}, thread_config(), interrupt_before=["tools"])
+        agent.invoke(INPUTS["message"], thread_config())
+        server.assert_done()
+    [answer] = answers_of(agent.get_state(thread_config()).values["messages"], 1)
+    kind = "not_run" if journal else "interrupted"
+    assert (answer["outcome"], answer["spawn_error"]) == ("spawn_error", kind)
+    words = "the run stopped before it started" if journal else "no command journal records whether it started"
+    assert words in answer["detail"]
+    assert not (tmp_path / "file").exists()
+
+
+# -- the history, message by message --------------------------------------------------------------
+def _reply(*ids: str, reply_id: str) -> AIMessage:
+    calls = [{"name": "bash", "args": {"command": "true"}, "id": i, "type": "tool_call"} for i in ids]
+    return AIMessage("", tool_calls=calls, id=reply_id)
+
+
+def _answer(call_id: str, text: str = "old") -> ToolMessage:
+    return ToolMessage(text, tool_call_id=call_id, id=f"answer-{call_id}-{text}")
+
+
+def test_answers_go_right_after_their_reply_in_call_order() -> None:
+    history: list[AnyMessage] = [HumanMessage("go", id="h1"), _reply("a", "b", reply_id="r1"), _answer("b"),
+               HumanMessage("next", id="h2")]
+    assert has_open_calls(history)
+    fixed = with_answers(history, lambda reply, call: _answer(call["id"] or "", "made"))
+    assert [m.id for m in fixed] == ["h1", "r1", "answer-a-made", "answer-b-old", "h2"]
+    assert not has_open_calls(fixed)
+
+
+def test_a_call_id_reused_by_a_later_reply_needs_an_answer_of_its_own() -> None:
+    """Some servers number calls call_0 in every reply: an earlier reply's answer is not one."""
+    history: list[AnyMessage] = [_reply("call_0", reply_id="r1"), _answer("call_0"), _reply("call_0", reply_id="r2"),
+               HumanMessage("next", id="h2")]
+    assert has_open_calls(history)
+    fixed = with_answers(history, lambda reply, call: _answer(call["id"] or "", reply.id or ""))
+    assert [m.id for m in fixed] == ["r1", "answer-call_0-old", "r2", "answer-call_0-r2", "h2"]
