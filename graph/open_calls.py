@@ -52,18 +52,19 @@ QUESTION_REPLACED = ("it needed a person's approval, and the thread went on with
 
 
 def has_open_calls(messages: list[AnyMessage]) -> bool:
-    """Some reply's call is not answered by the tool messages that directly follow it."""
-    for index, message in enumerate(messages):
-        if not isinstance(message, AIMessage) or not (message.tool_calls or message.invalid_tool_calls):
+    """Some reply's call is not answered by the tool messages that directly follow it (one pass)."""
+    waiting: set[str | None] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id in waiting:
+            waiting.discard(message.tool_call_id)
             continue
-        waiting = {call.get("id") for call in pending_calls(message)}
-        for following in messages[index + 1:]:
-            if not isinstance(following, ToolMessage) or following.tool_call_id not in waiting:
-                break
-            waiting.discard(following.tool_call_id)
         if waiting:
             return True
-    return False
+        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+            # The ids `pending_calls` gives (an invalid call without one is answered as "").
+            waiting = {call["id"] for call in message.tool_calls}
+            waiting.update(bad.get("id") or "" for bad in message.invalid_tool_calls)
+    return bool(waiting)
 
 
 def with_answers(
