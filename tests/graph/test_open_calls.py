@@ -243,6 +243,25 @@ def test_a_call_stopped_before_it_started_is_answered_not_run_or_unknown_without
     assert not (tmp_path / "file").exists()
 
 
+def test_none_that_resumes_at_agent_answers_the_open_call_first(tmp_path: Path) -> None:
+    """A thread whose next step is `agent` with a call still open (what an update_state, or the
+    old code after new input, leaves): `None` resumes it, and the model still gets every answer."""
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": "echo ran >> file"}, id="c1")), text("ok"))
+        backend = Backend("memory", tmp_path, server)
+        agent = backend.agent_on(backend.saver, None)
+        agent.invoke({"messages": [HumanMessage("go")]}, thread_config(), interrupt_before=["tools"])
+        agent.update_state(thread_config(), {"messages": [HumanMessage("new", id="h2")]}, as_node="replan")
+        assert agent.get_state(thread_config()).next == ("agent",)
+        agent.invoke(None, thread_config())
+        server.assert_done()
+    messages = agent.get_state(thread_config()).values["messages"]
+    assert [type(m).__name__ for m in messages] == ["HumanMessage", "AIMessage", "ToolMessage", "HumanMessage",
+                                                    "AIMessage"]
+    assert messages[2].artifact["spawn_error"] == "not_run"
+    assert not (tmp_path / "file").exists()
+
+
 # -- the history, message by message --------------------------------------------------------------
 def _reply(*ids: str, reply_id: str) -> AIMessage:
     calls = [{"name": "bash", "args": {"command": "true"}, "id": i, "type": "tool_call"} for i in ids]
