@@ -179,7 +179,7 @@ class LoopNodes:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
         result = denied.get(call.get("id") or "") or (
-            self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call))
+            self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else invalid_call_result(call))
         emit(end_event(call, result))
         return result
 
@@ -190,7 +190,8 @@ class LoopNodes:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
         result = denied.get(call.get("id") or "") or (
-            await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call))
+            await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call)
+            else invalid_call_result(call))
         emit(end_event(call, result))
         return result
 
@@ -279,7 +280,8 @@ def _is_valid(call: ToolCall) -> bool:
     return "__invalid__" not in call["args"]
 
 
-def _invalid(call: ToolCall) -> CommandResult:
+def invalid_call_result(call: ToolCall) -> CommandResult:
+    """The args error answering a call whose arguments did not parse: it never runs."""
     reason = str(call["args"]["__invalid__"])
     if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/models/replies.py)
         return args_error(reason)

@@ -10,7 +10,9 @@ The real `ChatOpenAI` client talks to it over 127.0.0.1, so the wire format is w
 
 Each POST /v1/chat/completions consumes the next script step, answered as JSON or as SSE chunks
 depending on the request's `stream` flag. The server is strict: a request past the end of the
-script gets a 500 and is recorded in `errors`; `assert_done()` also reports unused steps.
+script gets a 500 and is recorded in `errors`; `assert_done()` also reports unused steps. A
+request whose history has a tool call with no answer gets the 400 real servers send
+(tests/support/openai_history.py), takes no script step, and is recorded in `errors` too.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.openai_history import history_problem
 from tests.support.openai_script import (
     DropConnection,
     ErrorReply,
@@ -117,6 +120,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif not isinstance(body, dict):
             fake._record(request)
             self._send_json(400, fake._fault(f"request body is not a JSON object: {raw[:80]!r}"))
+        elif (problem := history_problem(body.get("messages") or [])) is not None:
+            fake._record(request)
+            fake._fault(problem)
+            self._send_json(400, error_body(problem, "invalid_request_error"))
         elif (step := fake._receive_chat(request)) is None:
             # x-should-retry: the client must not hide this mistake behind its own retries
             self._send_json(500, fake._fault(fake._past_end_message()), {"x-should-retry": "false"})
