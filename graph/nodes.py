@@ -23,6 +23,7 @@ from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
+from bashgraph.graph.models.cutoff import CUT_CALL, refuse_incomplete
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
@@ -90,7 +91,11 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        update = fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
+        if limit:
+            update = fresh | limit
+        else:
+            reply = self.model.invoke(self._prompt(state), config)
+            update = fresh | self._after_reply(state, self._clean(reply))
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -103,7 +108,8 @@ class LoopNodes:
         if limit:
             update = fresh | limit
         else:
-            update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+            reply = await self.model.ainvoke(self._prompt(state), config)
+            update = fresh | self._after_reply(state, self._clean(reply))
         return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
@@ -114,11 +120,15 @@ class LoopNodes:
             return None
         return {"status": "failed", "reason": f"step limit reached ({self.config.max_steps})"}
 
-    def _after_reply(self, state: AgentState, reply: Any) -> dict[str, Any]:
+    def _clean(self, reply: Any) -> AIMessage:
+        """The reply as it is kept: valid Unicode, only whole calls, one id per call."""
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
         reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
-        reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
+        reply = refuse_incomplete(reply)  # a call cut short never runs (graph/models/cutoff.py)
+        return with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
+
+    def _after_reply(self, state: AgentState, reply: AIMessage) -> dict[str, Any]:
         update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
@@ -281,7 +291,7 @@ def _is_valid(call: ToolCall) -> bool:
 
 def _invalid(call: ToolCall) -> CommandResult:
     reason = str(call["args"]["__invalid__"])
-    if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/models/replies.py)
+    if reason.startswith((UNENCODABLE_ARGS[:30], CUT_CALL[:30])):  # already whole sentences
         return args_error(reason)
     return args_error(f"the tool call's arguments are not valid JSON ({reason})")
 
