@@ -9,6 +9,7 @@ streamed and whole: nothing runs, and the model reads that its reply was cut.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -36,7 +37,7 @@ def build(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def tool_answers(state: dict) -> list[ToolMessage]:
+def tool_answers(state: dict[str, Any]) -> list[ToolMessage]:
     return [m for m in state["messages"] if isinstance(m, ToolMessage)]
 
 
@@ -50,7 +51,7 @@ def test_a_call_cut_by_length_never_runs(openai_server: FakeOpenAIServer, build:
     (answer,) = tool_answers(state)
     assert answer.status == "error"
     assert answer.artifact["outcome"] == "args_error"
-    assert answer.content.startswith("[args error] not run: your reply was cut off before this call's "
+    assert str(answer.content).startswith("[args error] not run: your reply was cut off before this call's "
                                      "arguments were complete (finish_reason: length)")
     assert "shorter command" in answer.content
     sent = openai_server.chat_requests[1].messages

@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import operator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessageChunk, ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import SecretStr
 
@@ -44,7 +45,7 @@ SHAPES: list[Deltas] = ["openai", "no_index", "repeat_id_name", "one_index"]
 def streamed_reply(server: FakeOpenAIServer) -> AIMessage:
     model = CompatibleChatOpenAI(model=server.model, base_url=server.base_url,
                                  api_key=SecretStr("k"), max_retries=0).bind_tools([bash])
-    chunks: list[BaseMessageChunk] = list(model.stream("go"))
+    chunks: list[Any] = list(model.stream("go"))
     reply = functools.reduce(operator.add, chunks)
     assert isinstance(reply, AIMessage)
     return reply
