@@ -101,6 +101,10 @@ class AgentConfig:
     """Stream model replies when tokens are shown live; false for servers that cannot stream tool
     calls (llama-cpp-python's chatml-function-calling): replies then arrive whole."""
 
+    keep_think: bool = False
+    """Keep a leading `<think>…</think>` block in the model's text. By default it is set aside as
+    the reply's reasoning: never shown as the answer, nor sent back as text."""
+
     approval: ApprovalMode = "rules"
     """When to ask a person before a command: never, when a rule says ask, or always."""
 

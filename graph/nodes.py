@@ -24,6 +24,7 @@ from bashgraph.graph.checks import Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.cutoff import CUT_CALL, refuse_incomplete
+from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
@@ -121,12 +122,14 @@ class LoopNodes:
         return {"status": "failed", "reason": f"step limit reached ({self.config.max_steps})"}
 
     def _clean(self, reply: Any) -> AIMessage:
-        """The reply as it is kept: valid Unicode, only whole calls, one id per call."""
+        """The reply as it is kept: valid Unicode, only whole calls, one id per call, the
+        thinking apart from the text."""
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
         reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
         reply = refuse_incomplete(reply)  # a call cut short never runs (graph/models/cutoff.py)
-        return with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
+        reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
+        return reply if self.config.keep_think else without_think(reply)
 
     def _after_reply(self, state: AgentState, reply: AIMessage) -> dict[str, Any]:
         update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}

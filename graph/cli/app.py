@@ -167,6 +167,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
                         help="what an environment fault does: ask a person, stop, or tell the model")
     parser.add_argument("--request-timeout", type=float, metavar="S", help="time limit of one model request")
     parser.add_argument("--model-retries", type=int, metavar="N", help="retries of a model request on 429/5xx")
+    parser.add_argument("--keep-think", action="store_true", default=None,
+                        help="keep a leading <think>…</think> block in the model's text")
     parser.add_argument("--approval", choices=("never", "rules", "always"),
                         help="when to ask a person before a command (default: rules)")
     parser.add_argument("--rule", action="append", metavar="ACTION:PATTERN",
@@ -224,6 +226,7 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
             request_timeout_s=args.request_timeout, model_max_retries=args.model_retries,
             approval=args.approval, rules=tuple(args.rule) if args.rule else None,
             policy_file=args.policy, sandbox=args.sandbox, allow_network=args.allow_network,
+            keep_think=args.keep_think,
         )
         make_policy(config)  # a bad --rule or --policy file: one line now, not a traceback later
         notice = model_notice(config)
@@ -271,7 +274,8 @@ def repeated_options(args: argparse.Namespace) -> tuple[str, ...]:
         if value is not None:
             words += [flag, absolute(str(value)) if is_path else str(value)]
     words += [word for rule in args.rule or () for word in ("--rule", rule)]
-    words += [flag for name, flag in (("sandbox", "--sandbox"), ("allow_network", "--allow-network"))
+    words += [flag for name, flag in (("sandbox", "--sandbox"), ("allow_network", "--allow-network"),
+                                      ("keep_think", "--keep-think"))
               if getattr(args, name)]
     return tuple(words)
 

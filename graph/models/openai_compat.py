@@ -9,6 +9,8 @@ things OpenAI does not (see docs/servers.md):
 * langchain-openai sends an assistant message that carries tool calls with `"content": null`.
   Servers that validate messages as strings (llama-cpp-python's) answer the next request with
   HTTP 500 ("7 validation errors"). This client sends `""` instead; OpenAI accepts both.
+* Reasoning models send their thinking in `reasoning_content` or `reasoning`; it is kept on the
+  reply and sent back on the replies that called tools (graph/models/reasoning.py).
 * Streamed tool calls are put back together as the model sent them, whatever shape the deltas
   have, and a call that did not arrive whole is marked so it never runs
   (graph/models/stream_calls.py).
@@ -19,13 +21,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+import openai
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 
+from bashgraph.graph.models.reasoning import REASONING_KEY, reasoning_of
 from bashgraph.graph.models.stream_calls import StreamedCalls
 
 
@@ -48,12 +52,45 @@ class CompatibleChatOpenAI(ChatOpenAI):
         self, input_: LanguageModelInput, *, stop: list[str] | None = None, **kwargs: Any
     ) -> dict[str, Any]:
         payload: dict[str, Any] = super()._get_request_payload(input_, stop=stop, **kwargs)
-        for message in payload.get("messages") or []:
-            if message.get("role") == "assistant" and message.get("content") is None:
+        wire = payload.get("messages") or []
+        sources = self._convert_input(input_).to_messages()
+        for message, source in zip(wire, sources if len(sources) == len(wire) else [], strict=False):
+            if message.get("role") != "assistant":
+                continue
+            if message.get("content") is None:
                 message["content"] = ""
+            if message.get("tool_calls") and self._sends_reasoning():
+                thinking = _reasoning_kept(source)
+                if thinking is not None:
+                    message[REASONING_KEY] = thinking
         return payload
 
+    def _sends_reasoning(self) -> bool:
+        """Only to another server: OpenAI's API rejects a message field it does not know."""
+        return bool(self.openai_api_base)
+
     # -- replies ----------------------------------------------------------------------------
+    def _create_chat_result(self, response: dict[str, Any] | openai.BaseModel,
+                            generation_info: dict[str, Any] | None = None) -> ChatResult:
+        result = super()._create_chat_result(response, generation_info)
+        raw = response if isinstance(response, dict) else response.model_dump()
+        for generation, choice in zip(result.generations, raw.get("choices") or [], strict=False):
+            thinking = reasoning_of(choice.get("message") if isinstance(choice, dict) else None)
+            if thinking is not None:
+                generation.message.additional_kwargs[REASONING_KEY] = thinking
+        return result
+
+    def _convert_chunk_to_generation_chunk(
+        self, chunk: dict[str, Any], default_chunk_class: type, base_generation_info: dict[str, Any] | None
+    ) -> ChatGenerationChunk | None:
+        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        choices = chunk.get("choices") or []
+        if generation is not None and choices and isinstance(choices[0], dict):
+            thinking = reasoning_of(choices[0].get("delta"))
+            if thinking:
+                generation.message.additional_kwargs[REASONING_KEY] = thinking
+        return generation
+
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         calls = self._calls_of_stream(kwargs)
         for chunk in super()._stream(*args, **kwargs):
@@ -73,3 +110,7 @@ class CompatibleChatOpenAI(ChatOpenAI):
         whole items, with no finish_reason)."""
         return None if self._use_responses_api({**kwargs, **self.model_kwargs}) else StreamedCalls()
 
+
+def _reasoning_kept(message: BaseMessage) -> str | None:
+    thinking = message.additional_kwargs.get(REASONING_KEY) if isinstance(message, AIMessage) else None
+    return thinking if isinstance(thinking, str) else None

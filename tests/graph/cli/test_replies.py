@@ -1,0 +1,45 @@
+"""Replies as real servers send them, through the `bashgraph` command: cut calls, thinking,
+empty replies and long rate limits (tests/support/openai_shapes.py has the shapes)."""
+
+from __future__ import annotations
+
+from tests.graph.cli.conftest import Cli
+from tests.graph.cli.test_terminal import terminal
+from tests.support.openai_server import FakeOpenAIServer, text, tool_call
+from tests.support.openai_shapes import shaped
+
+
+def test_the_thinking_is_never_the_answer(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """A `<think>` block and a reasoning field: the answer shown is the text after them."""
+    openai_server.add(shaped(text("<think>private plan</think>The answer is 4."), reasoning="2+2"))
+    result = cli("run", "add", "--json")
+    assert result.code == 0, result.err
+    (reply,) = result.of("model_reply")
+    assert reply["text"] == "The answer is 4."
+    assert "private plan" not in result.out
+    assert "2+2" not in result.out
+
+
+def test_keep_think_shows_the_block(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """--keep-think: the text as the model wrote it; the resume command repeats the flag."""
+    openai_server.add(text("<think>plan</think>The answer."))
+    result = cli("run", "add", "--json", "--keep-think")
+    assert result.of("model_reply")[0]["text"] == "<think>plan</think>The answer."
+
+
+def test_a_cut_call_never_runs_on_a_terminal(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """On a terminal the reply streams: the cut `rm -rf ./build` is never run."""
+    (cli.workdir / "build" / "cache").mkdir(parents=True)
+    (cli.workdir / "build" / "keep").write_text("precious")
+    openai_server.add(shaped(tool_call("bash", {"command": "rm -rf ./build/cache"}),
+                             keep=len('{"command": "rm -rf ./build')),
+                      text("Cut off; I will retry with a shorter command."))
+    with terminal() as (screen, tty):
+        running = cli.start("run", "clean the cache", "--thread", "cut1", tty=tty, TERM="xterm-256color")
+        result = screen.wait(running)
+    assert result.code == 0, screen.screen
+    assert (cli.workdir / "build" / "keep").read_text() == "precious"
+    assert [request.stream for request in openai_server.chat_requests] == [True, True]
+    assert "bad arguments" in screen.screen
+    told = openai_server.chat_requests[1].messages[-1]["content"]
+    assert "cut off before this call's arguments were complete" in told
