@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
@@ -23,7 +23,13 @@ from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
-from bashgraph.graph.models.cutoff import CUT_CALL, refuse_incomplete
+from bashgraph.graph.models.cutoff import (
+    CUT_CALL,
+    empty_reply_failure,
+    empty_reply_note,
+    is_empty,
+    refuse_incomplete,
+)
 from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
@@ -95,8 +101,13 @@ class LoopNodes:
         if limit:
             update = fresh | limit
         else:
-            reply = self.model.invoke(self._prompt(state), config)
-            update = fresh | self._after_reply(state, self._clean(reply))
+            prompt = self._prompt(state)
+            first = self._clean(self.model.invoke(prompt, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(self.model.invoke([*prompt, note], config))]
+            update = fresh | self._after_reply(state, replies)
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -109,8 +120,13 @@ class LoopNodes:
         if limit:
             update = fresh | limit
         else:
-            reply = await self.model.ainvoke(self._prompt(state), config)
-            update = fresh | self._after_reply(state, self._clean(reply))
+            prompt = self._prompt(state)
+            first = self._clean(await self.model.ainvoke(prompt, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(await self.model.ainvoke([*prompt, note], config))]
+            update = fresh | self._after_reply(state, replies)
         return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
@@ -131,8 +147,21 @@ class LoopNodes:
         reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
         return reply if self.config.keep_think else without_think(reply)
 
-    def _after_reply(self, state: AgentState, reply: AIMessage) -> dict[str, Any]:
-        update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
+    def _ask_again(self, state: AgentState, reply: AIMessage) -> bool:
+        """An empty reply is asked for once more, if the step limit leaves room for it."""
+        return is_empty(reply) and state.get("steps", 0) + 1 < self.config.max_steps
+
+    def _after_reply(self, state: AgentState, replies: list[AIMessage | HumanMessage]) -> dict[str, Any]:
+        reply = replies[-1]
+        assert isinstance(reply, AIMessage)
+        # An empty reply is not kept (some servers reject an assistant message with nothing in
+        # it); the note asking again is, so the history shows why the model was asked twice.
+        kept = [message for message in replies if not (isinstance(message, AIMessage) and is_empty(message))]
+        steps = state.get("steps", 0) + sum(isinstance(message, AIMessage) for message in replies)
+        update: dict[str, Any] = {"messages": kept, "steps": steps}
+        if is_empty(reply):
+            return update | {"status": "failed",
+                             "reason": empty_reply_failure(reply, asked_again=len(replies) > 1)}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
             return update

@@ -1,4 +1,4 @@
-"""Replies that did not arrive whole.
+"""Replies that did not arrive whole, and replies with nothing in them.
 
 A tool call runs only if its arguments arrived whole. A reply the server cut
 (`finish_reason: length`, or `content_filter`), a streamed reply that ended without any
@@ -6,13 +6,16 @@ A tool call runs only if its arguments arrived whole. A reply the server cut
 (graph/models/stream_calls.py) may hold arguments that look valid but are not what the model
 meant: `{"command": "rm -rf ./build` is `rm -rf ./build/cache` cut short. Such calls become
 invalid calls: they never run, and the model reads that its reply was cut, and what to do.
+
+A reply with no text (once a `<think>` block is set aside) and no call is empty: not an answer.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
+from langchain_core.messages import AIMessage, HumanMessage, InvalidToolCall, ToolCall
 
 from bashgraph.graph.models.stream_calls import CUT_REASONS, INCOMPLETE_CALLS, call_key
 
@@ -21,6 +24,9 @@ CUT_CALL = ("not run: your reply was cut off before this call's arguments were c
             "commands (for example, appending parts with >>).")
 """The model's answer to a call that did not arrive whole (an args error with this text)."""
 
+EMPTY_REPLY_NOTE = ("Your last reply was empty: no answer text and no tool call{why}. Reply again: "
+                    "answer the task in text, or call a tool.")
+EMPTY_REPLY_FAILURE = "the model sent an empty reply {times} (no answer text and no tool call{why})"
 
 
 def why_cut(reply: AIMessage) -> str | None:
@@ -76,3 +82,36 @@ def _key_of(call_id: str | None, place: int, marked: dict[str, str]) -> str | No
 def _refused(name: str | None, args: str | None, call_id: str | None, why: str) -> InvalidToolCall:
     return InvalidToolCall(name=name, args=args, id=call_id, error=CUT_CALL.format(why=why),
                            type="invalid_tool_call")
+
+
+# ----------------------------------------------------------------------------- empty replies
+
+
+def reply_text(reply: AIMessage) -> str:
+    """The text of a reply, whatever the shape of its content (a string or blocks)."""
+    content: Any = reply.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+
+
+def is_empty(reply: AIMessage) -> bool:
+    """No text to show and no call to run or answer."""
+    return not (reply.tool_calls or reply.invalid_tool_calls or reply_text(reply).strip())
+
+
+def _why_empty(reply: AIMessage) -> str:
+    reason = (reply.response_metadata or {}).get("finish_reason")
+    return f"; the server cut it (finish_reason: {reason})" if reason in CUT_REASONS else ""
+
+
+def empty_reply_note(reply: AIMessage) -> HumanMessage:
+    """What the model is told before it is asked once more."""
+    return HumanMessage(EMPTY_REPLY_NOTE.format(why=_why_empty(reply)))
+
+
+def empty_reply_failure(reply: AIMessage, *, asked_again: bool) -> str:
+    """The reason a run ends with when the model answered with nothing (twice, or once when the
+    step limit left no room to ask again)."""
+    times = "twice" if asked_again else "at the step limit"
+    return EMPTY_REPLY_FAILURE.format(times=times, why=_why_empty(reply))

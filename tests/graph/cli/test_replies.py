@@ -43,3 +43,13 @@ def test_a_cut_call_never_runs_on_a_terminal(cli: Cli, openai_server: FakeOpenAI
     assert "bad arguments" in screen.screen
     told = openai_server.chat_requests[1].messages[-1]["content"]
     assert "cut off before this call's arguments were complete" in told
+
+
+def test_two_empty_replies_fail_with_a_reason(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """Not `done` with an empty answer: status failed, exit 1, and why."""
+    openai_server.add(text(""), text(""))
+    result = cli("run", "answer me", "--json")
+    assert result.code == 1, result.err
+    end = result.events[-1]
+    assert (end["status"], end["reason"]) == (
+        "failed", "the model sent an empty reply twice (no answer text and no tool call)")
