@@ -14,12 +14,13 @@ things OpenAI does not (see docs/servers.md):
 * Streamed tool calls are put back together as the model sent them, whatever shape the deltas
   have, and a call that did not arrive whole is marked so it never runs
   (graph/models/stream_calls.py).
+* `Retry-After` is honoured up to `retry_after_max_s` (graph/models/retry_after.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 import openai
 from langchain_core.language_models import LanguageModelInput
@@ -28,13 +29,26 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
+from pydantic import model_validator
 
 from bashgraph.graph.models.reasoning import REASONING_KEY, reasoning_of
+from bashgraph.graph.models.retry_after import DEFAULT_RETRY_AFTER_MAX_S, with_ceiling
 from bashgraph.graph.models.stream_calls import StreamedCalls
 
 
 class CompatibleChatOpenAI(ChatOpenAI):
     """ChatOpenAI for any OpenAI-compatible server: see the module's docstring for each change."""
+
+    retry_after_max_s: float = DEFAULT_RETRY_AFTER_MAX_S
+    """Longest `Retry-After` waited for; a longer one fails the request at once."""
+
+    @model_validator(mode="after")
+    def _honour_retry_after(self) -> Self:
+        for name in ("root_client", "root_async_client"):
+            client = getattr(self, name, None)
+            if client is not None:
+                with_ceiling(client, self.retry_after_max_s)
+        return self
 
     def bind_tools(  # the same call as ChatOpenAI.bind_tools, one default filled in
         self,

@@ -3,9 +3,11 @@ empty replies and long rate limits (tests/support/openai_shapes.py has the shape
 
 from __future__ import annotations
 
+import pytest
+
 from tests.graph.cli.conftest import Cli
 from tests.graph.cli.test_terminal import terminal
-from tests.support.openai_server import FakeOpenAIServer, text, tool_call
+from tests.support.openai_server import FakeOpenAIServer, http_error, text, tool_call
 from tests.support.openai_shapes import shaped
 
 
@@ -53,3 +55,22 @@ def test_two_empty_replies_fail_with_a_reason(cli: Cli, openai_server: FakeOpenA
     end = result.events[-1]
     assert (end["status"], end["reason"]) == (
         "failed", "the model sent an empty reply twice (no answer text and no tool call)")
+
+
+@pytest.mark.parametrize("ceiling", [(), ("--retry-after-max", "30")], ids=["default", "flag"])
+def test_a_long_retry_after_stops_with_when_to_resume(
+    cli: Cli, openai_server: FakeOpenAIServer, ceiling: tuple[str, ...]
+) -> None:
+    """Retry-After 300 over the ceiling: no retry, none claimed, and when to come back."""
+    openai_server.add(http_error(429, "Rate limit reached.", retry_after=300))
+    result = cli("run", "say hello", "--thread", "rl1", "--model-retries", "2", *ceiling)
+    assert result.code == 1, result.err
+    status, resume = result.out.splitlines()[-2:]
+    assert "is rate limiting (HTTP 429): Rate limit reached." in status
+    assert "after 2 retries" not in status
+    limit = "30" if ceiling else "60"
+    assert f"the server asks to wait 300 s, more than the {limit} s bashgraph waits" in status
+    assert "; try again after " in status
+    again = " --retry-after-max 30.0" if ceiling else ""
+    assert resume == f"continue with: bashgraph resume rl1 --model-retries 2{again}"
+    assert len(openai_server.chat_requests) == 1
