@@ -24,14 +24,14 @@ from typing import Any, Self
 
 import openai
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_openai import ChatOpenAI
 from pydantic import model_validator
 
-from bashgraph.graph.models.reasoning import REASONING_KEY, reasoning_of
+from bashgraph.graph.models.reasoning import FIELD_KEY, REASONING_KEY, reasoning_of, reasoning_to_send
 from bashgraph.graph.models.retry_after import DEFAULT_RETRY_AFTER_MAX_S, with_ceiling
 from bashgraph.graph.models.stream_calls import StreamedCalls
 
@@ -74,9 +74,9 @@ class CompatibleChatOpenAI(ChatOpenAI):
             if message.get("content") is None:
                 message["content"] = ""
             if message.get("tool_calls") and self._sends_reasoning():
-                thinking = _reasoning_kept(source)
-                if thinking is not None:
-                    message[REASONING_KEY] = thinking
+                kept = reasoning_to_send(source)
+                if kept is not None:
+                    message[kept[0]] = kept[1]
         return payload
 
     def _sends_reasoning(self) -> bool:
@@ -89,9 +89,9 @@ class CompatibleChatOpenAI(ChatOpenAI):
         result = super()._create_chat_result(response, generation_info)
         raw = response if isinstance(response, dict) else response.model_dump()
         for generation, choice in zip(result.generations, raw.get("choices") or [], strict=False):
-            thinking = reasoning_of(choice.get("message") if isinstance(choice, dict) else None)
-            if thinking is not None:
-                generation.message.additional_kwargs[REASONING_KEY] = thinking
+            found = reasoning_of(choice.get("message") if isinstance(choice, dict) else None)
+            if found is not None:
+                generation.message.additional_kwargs.update({FIELD_KEY: found[0], REASONING_KEY: found[1]})
         return result
 
     def _convert_chunk_to_generation_chunk(
@@ -100,22 +100,24 @@ class CompatibleChatOpenAI(ChatOpenAI):
         generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
         choices = chunk.get("choices") or []
         if generation is not None and choices and isinstance(choices[0], dict):
-            thinking = reasoning_of(choices[0].get("delta"))
-            if thinking:
-                generation.message.additional_kwargs[REASONING_KEY] = thinking
+            found = reasoning_of(choices[0].get("delta"))
+            if found is not None and found[1]:
+                # The field's name is told by the stream wrapper, once: strings merge by joining.
+                generation.message.additional_kwargs[REASONING_KEY] = found[1]
+                generation.message.response_metadata[_DELTA_FIELD] = found[0]
         return generation
 
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        calls = self._calls_of_stream(kwargs)
+        calls, field = self._calls_of_stream(kwargs), _FieldOnce()
         for chunk in super()._stream(*args, **kwargs):
-            yield calls.fix(chunk) if calls else chunk
+            yield field.tell(calls.fix(chunk) if calls else chunk)
         if calls and (last := calls.last_chunk()) is not None:
             yield last
 
     async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        calls = self._calls_of_stream(kwargs)
+        calls, field = self._calls_of_stream(kwargs), _FieldOnce()
         async for chunk in super()._astream(*args, **kwargs):
-            yield calls.fix(chunk) if calls else chunk
+            yield field.tell(calls.fix(chunk) if calls else chunk)
         if calls and (last := calls.last_chunk()) is not None:
             yield last
 
@@ -125,6 +127,20 @@ class CompatibleChatOpenAI(ChatOpenAI):
         return None if self._use_responses_api({**kwargs, **self.model_kwargs}) else StreamedCalls()
 
 
-def _reasoning_kept(message: BaseMessage) -> str | None:
-    thinking = message.additional_kwargs.get(REASONING_KEY) if isinstance(message, AIMessage) else None
-    return thinking if isinstance(thinking, str) else None
+#: response_metadata key of a delta's reasoning field, until `_FieldOnce` moves it.
+_DELTA_FIELD = "bashgraph_reasoning_field"
+
+
+class _FieldOnce:
+    """Names the reasoning field of a stream once, on its first chunk of thinking: a string in
+    additional_kwargs repeated on every chunk would be joined into `reasoning_contentreasoning_…`."""
+
+    def __init__(self) -> None:
+        self.told = False
+
+    def tell(self, chunk: ChatGenerationChunk) -> ChatGenerationChunk:
+        field = chunk.message.response_metadata.pop(_DELTA_FIELD, None)
+        if field is not None and not self.told:
+            chunk.message.additional_kwargs[FIELD_KEY] = field
+            self.told = True
+        return chunk

@@ -6,7 +6,8 @@ Servers send the thinking apart from the answer, under one of two names (docs/se
 (newer vLLM, Ollama, OpenRouter). langchain-openai's ChatOpenAI drops both. CompatibleChatOpenAI
 keeps it as `additional_kwargs["reasoning_content"]` (the key langchain-deepseek uses), outside
 the content, so it is never the answer; it sends it back on the replies that called tools,
-because DeepSeek's thinking mode answers HTTP 400 to a tool loop without it.
+because DeepSeek's thinking mode answers HTTP 400 to a tool loop without it; it goes back in the
+field the server used.
 
 Other servers leave the thinking in the text, as a leading `<think>…</think>` block.
 `split_think` takes it out (the agent keeps it as the reply's reasoning), unless
@@ -23,20 +24,36 @@ from langchain_core.messages import AIMessage
 REASONING_KEY = "reasoning_content"
 """Where a reply keeps its thinking: `AIMessage.additional_kwargs[REASONING_KEY]`."""
 
+FIELD_KEY = "reasoning_field"
+"""`additional_kwargs[FIELD_KEY]`: the field the server sent the thinking in, and so the one it
+is sent back in (Ollama reportedly stalls on a `reasoning_content` it never sent)."""
+
 #: The fields servers send the thinking in, in a reply or a streamed delta, in order of preference.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
-def reasoning_of(message: Mapping[str, Any] | None) -> str | None:
-    """The thinking a server sent in `message` (a reply's `message` or a stream's `delta`)."""
+def reasoning_of(message: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(field, thinking) a server sent in `message` (a reply's `message` or a stream's `delta`)."""
     if not message:
         return None
     for name in REASONING_FIELDS:
         value = message.get(name)
         if isinstance(value, str):
-            return value
+            return name, value
+    return None
+
+
+def reasoning_to_send(message: Any) -> tuple[str, str] | None:
+    """(field, thinking) to send back with `message`: only thinking a server sent, in its field.
+
+    Thinking taken from a `<think>` block has no field: it is not sent back (the text it came
+    from is not either)."""
+    extra = getattr(message, "additional_kwargs", None) or {}
+    field, thinking = extra.get(FIELD_KEY), extra.get(REASONING_KEY)
+    if field in REASONING_FIELDS and isinstance(thinking, str):
+        return str(field), thinking
     return None
 
 

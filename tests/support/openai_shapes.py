@@ -32,7 +32,7 @@ from tests.support.openai_script import (
 
 Deltas = Literal["openai", "no_index", "repeat_id_name", "one_index"]
 #: DeepSeek's answer (thinking mode, tool loop) when an assistant message lacks its reasoning.
-MISSING_REASONING = ("Missing `reasoning_content` field in the assistant message at message index "
+MISSING_REASONING = ("Missing `{field}` field in the assistant message at message index "
                      "{index}. For more information, please refer to the thinking mode guide.")
 _OPENAI = object()  # the finish_reason OpenAI would send for the reply
 
@@ -50,8 +50,8 @@ class Shaped(Custom):
     needs_reasoning: bool = False
 
     def answer(self, request: RecordedRequest, ex: Exchange) -> Answer:
-        if self.needs_reasoning and (index := _missing_reasoning(request)) is not None:
-            return Answer(400, error_body(MISSING_REASONING.format(index=index),
+        if self.needs_reasoning and (index := _missing_reasoning(request, self.reasoning_field)) is not None:
+            return Answer(400, error_body(MISSING_REASONING.format(field=self.reasoning_field, index=index),
                                           "invalid_request_error", "invalid_request_error"))
         reply = _cut(self.reply, self.keep) if self.keep is not None else self.reply
         if ex.stream:
@@ -98,7 +98,7 @@ def shaped(reply: TextReply | ToolCallsReply, *, keep: int | None = None,
     * `deltas`: streamed tool-call pieces carry no `index`, repeat `id` and `name` each time, or
       all say `index` 0 (each call told apart by its `id`);
     * `needs_reasoning`: HTTP 400 unless every assistant message with tool calls in the request
-      carries its `reasoning_content` (DeepSeek's thinking mode in a tool loop).
+      carries its thinking in `reasoning_field` (DeepSeek's thinking mode in a tool loop).
     """
     if keep is not None and finish is _OPENAI:
         finish = "length"
@@ -134,10 +134,9 @@ def _pieces(value: str) -> list[str]:
     return [value[i:i + CHUNK_CHARS] for i in range(0, len(value), CHUNK_CHARS)]
 
 
-def _missing_reasoning(request: RecordedRequest) -> int | None:
-    """The index of the first assistant message with tool calls and no reasoning_content."""
+def _missing_reasoning(request: RecordedRequest, field: str) -> int | None:
+    """The index of the first assistant message with tool calls and no `field`."""
     for index, message in enumerate(request.messages):
-        if message.get("role") == "assistant" and message.get("tool_calls") \
-                and not message.get("reasoning_content"):
+        if message.get("role") == "assistant" and message.get("tool_calls") and not message.get(field):
             return index
     return None
