@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from langchain_core.messages import AIMessageChunk, ToolCallChunk
+from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
 INCOMPLETE_CALLS = "bashgraph_incomplete_calls"
@@ -49,6 +49,7 @@ class StreamedCalls:
     def __init__(self) -> None:
         self._calls: list[_Call] = []
         self._by_server_index: dict[int, _Call] = {}
+        self._by_id: dict[str, _Call] = {}
         self.finish_reason: str | None = None
 
     def fix(self, chunk: ChatGenerationChunk) -> ChatGenerationChunk:
@@ -58,8 +59,8 @@ class StreamedCalls:
             self.finish_reason = str(reason)
         message = chunk.message
         if isinstance(message, AIMessageChunk) and message.tool_call_chunks:
-            message.tool_call_chunks = [cast(ToolCallChunk, self._piece(dict(piece)))
-                                        for piece in message.tool_call_chunks]
+            for piece in message.tool_call_chunks:  # fresh dicts of this chunk: changed in place
+                self._piece(cast(dict[str, Any], piece))
         return chunk
 
     def last_chunk(self) -> ChatGenerationChunk | None:
@@ -80,6 +81,7 @@ class StreamedCalls:
         piece["id"] = None if piece.get("id") in (None, "", call.id) else piece["id"]
         if piece["id"]:
             call.id = piece["id"]
+            self._by_id.setdefault(call.id, call)
         name = piece.get("name") or ""
         if name and name == call.name:
             name = ""  # the whole name again, not a further piece of it
@@ -101,7 +103,7 @@ class StreamedCalls:
             self._by_server_index[server_index] = call
             return call
         if call_id is not None:
-            return next((c for c in self._calls if c.id == call_id), None) or self._new()
+            return self._by_id.get(call_id) or self._new()  # a dict: a stream of many calls stays linear
         if current is None or (name is not None and current.args and name != current.name):
             return self._new()  # a name after arguments: the next call begins
         return current
