@@ -7,6 +7,7 @@ became one call per piece (args errors), a tool named `bashbash…`, or calls ru
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import operator
 from pathlib import Path
@@ -72,3 +73,18 @@ def test_a_streamed_run_runs_each_call_once_as_sent(
     assert answers[0].content == "one two three four five"
     sent = openai_server.chat_requests[1].messages[2]["tool_calls"]
     assert [(c["id"], c["function"]["name"]) for c in sent] == [("call_0_0", "bash"), ("call_0_1", "bash")]
+
+
+@pytest.mark.parametrize("deltas", ["no_index", "repeat_id_name"])
+def test_the_async_stream_merges_the_same_way(openai_server: FakeOpenAIServer, deltas: Deltas) -> None:
+    """`astream` (the CLI, `langgraph dev`) goes through the same reassembly."""
+    openai_server.add(shaped(TWO_CALLS, deltas=deltas))
+    model = CompatibleChatOpenAI(model=openai_server.model, base_url=openai_server.base_url,
+                                 api_key=SecretStr("k"), max_retries=0).bind_tools([bash])
+
+    async def merged() -> Any:
+        chunks = [chunk async for chunk in model.astream("go")]
+        return functools.reduce(operator.add, chunks)
+
+    reply = asyncio.run(merged())
+    assert [(c["id"], c["name"], c["args"]) for c in reply.tool_calls] == SENT
