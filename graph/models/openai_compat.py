@@ -87,9 +87,8 @@ class CompatibleChatOpenAI(ChatOpenAI):
     def _create_chat_result(self, response: dict[str, Any] | openai.BaseModel,
                             generation_info: dict[str, Any] | None = None) -> ChatResult:
         result = super()._create_chat_result(response, generation_info)
-        raw = response if isinstance(response, dict) else response.model_dump()
-        for generation, choice in zip(result.generations, raw.get("choices") or [], strict=False):
-            found = reasoning_of(choice.get("message") if isinstance(choice, dict) else None)
+        for generation, message in zip(result.generations, _reply_messages(response), strict=False):
+            found = reasoning_of(message)
             if found is not None:
                 generation.message.additional_kwargs.update({FIELD_KEY: found[0], REASONING_KEY: found[1]})
         return result
@@ -125,6 +124,14 @@ class CompatibleChatOpenAI(ChatOpenAI):
         """What reassembles the calls of a chat-completions stream (the Responses API streams
         whole items, with no finish_reason)."""
         return None if self._use_responses_api({**kwargs, **self.model_kwargs}) else StreamedCalls()
+
+
+def _reply_messages(response: dict[str, Any] | openai.BaseModel) -> list[dict[str, Any] | None]:
+    """The `message` of each choice, as far as the reasoning fields go: the openai client keeps
+    the fields OpenAI does not have in `model_extra` (no second dump of the whole reply)."""
+    if isinstance(response, dict):
+        return [c.get("message") if isinstance(c, dict) else None for c in response.get("choices") or []]
+    return [getattr(getattr(c, "message", None), "model_extra", None) for c in getattr(response, "choices", None) or []]
 
 
 #: response_metadata key of a delta's reasoning field, until `_FieldOnce` moves it.

@@ -109,10 +109,18 @@ def wait_asked(exc: BaseException) -> float | None:
     return retry_after_s(getattr(response, "headers", None))
 
 
+#: Waits told as a time to come back go up to ten years; a server's absurd Retry-After is clamped.
+_MAX_TOLD_S = 10 * 365 * 86_400
+
+
 def resume_advice(wait_s: float, ceiling_s: float | None, now: float | None = None) -> str:
-    """`the server asks to wait 300 s (until 19:45:12 UTC), more than …`: when to come back."""
-    moment = (time.time() if now is None else now) + max(wait_s, 0)
-    until = dt.datetime.fromtimestamp(moment, dt.UTC).strftime("%H:%M:%S UTC")
+    """`the server asks to wait 300 s, more than …; try again after 19:45:12 UTC`: when to come
+    back (with the date when that is a day or more away)."""
+    wait = min(max(wait_s, 0.0), _MAX_TOLD_S)
+    moment = (time.time() if now is None else now) + wait
+    shape = "%H:%M:%S UTC" if wait < 86_400 else "%Y-%m-%d %H:%M:%S UTC"
+    until = dt.datetime.fromtimestamp(moment, dt.UTC).strftime(shape)
+    asked = f"{math.ceil(wait):d} s" if wait_s <= _MAX_TOLD_S else "more than ten years"
     over = "" if ceiling_s is None or wait_s <= ceiling_s else \
         f", more than the {ceiling_s:g} s bashgraph waits (model_retry_after_max_s)"
-    return f"the server asks to wait {math.ceil(max(wait_s, 0)):d} s{over}; try again after {until}"
+    return f"the server asks to wait {asked}{over}; try again after {until}"

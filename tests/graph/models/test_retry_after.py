@@ -118,3 +118,13 @@ def test_server_errors_keep_their_own_rule(openai_server: FakeOpenAIServer) -> N
     openai_server.add(http_error(500, "boom", error_type="server_error"), text("fine"))
     config = AgentConfig(model=openai_server.model, base_url=openai_server.base_url, model_max_retries=1)
     assert make_chat_model(config, environ={}).invoke("hi").content == "fine"
+
+
+def test_an_absurd_wait_is_told_without_failing() -> None:
+    """A hostile Retry-After (1e300 s, or a day away) still gives one line with a date."""
+    from bashgraph.graph.models.retry_after import resume_advice
+
+    now = email.utils.parsedate_to_datetime("Fri, 04 Dec 2026 19:40:00 GMT").timestamp()
+    assert resume_advice(1e300, 60, now=now).startswith("the server asks to wait more than ten years, more than ")
+    assert resume_advice(90_000, 60, now=now).endswith("try again after 2026-12-05 20:40:00 UTC")
+    assert resume_advice(300, 60, now=now).endswith("try again after 19:45:00 UTC")
