@@ -74,3 +74,30 @@ def test_a_long_retry_after_stops_with_when_to_resume(
     again = " --retry-after-max 30.0" if ceiling else ""
     assert resume == f"continue with: bashgraph resume rl1 --model-retries 2{again}"
     assert len(openai_server.chat_requests) == 1
+
+
+def test_a_cut_call_never_runs_without_streaming(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """--json asks for whole replies: the cut call is refused the same way."""
+    (cli.workdir / "mark").write_text("keep")
+    openai_server.add(shaped(tool_call("bash", {"command": "rm -f mark"}), finish="length"), text("ok"))
+    result = cli("run", "remove the mark", "--json")
+    assert result.code == 0, result.err
+    assert (cli.workdir / "mark").exists()
+    (end,) = result.of("command_end")
+    assert end["outcome"] == "args_error"
+    assert not any(request.stream for request in openai_server.chat_requests)
+
+
+def test_a_strict_reasoning_server_completes_a_tool_loop_on_a_terminal(
+    cli: Cli, openai_server: FakeOpenAIServer
+) -> None:
+    """Streamed on a terminal, DeepSeek-style: the thinking goes back, the loop ends done."""
+    openai_server.add(shaped(tool_call("bash", {"command": "echo hello"}), reasoning="I will echo."),
+                      shaped(text("It printed hello."), needs_reasoning=True))
+    with terminal() as (screen, tty):
+        running = cli.start("run", "say hello", "--thread", "ds1", tty=tty, TERM="xterm-256color")
+        result = screen.wait(running)
+    assert result.code == 0, screen.screen
+    assert "It printed hello." in screen.screen
+    assert [request.stream for request in openai_server.chat_requests] == [True, True]
+    assert openai_server.chat_requests[1].messages[2]["reasoning_content"] == "I will echo."
