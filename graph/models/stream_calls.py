@@ -104,7 +104,7 @@ class StreamedCalls:
             return call
         if call_id is not None:
             return self._by_id.get(call_id) or self._new()  # a dict: a stream of many calls stays linear
-        if current is None or (name is not None and current.args and name != current.name):
+        if current is None or (name is not None and current.args):
             return self._new()  # a name after arguments: the next call begins
         return current
 
