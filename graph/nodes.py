@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
@@ -23,6 +23,14 @@ from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
+from bashgraph.graph.models.cutoff import (
+    CUT_CALL,
+    empty_reply_failure,
+    empty_reply_note,
+    is_empty,
+    refuse_incomplete,
+)
+from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
@@ -90,7 +98,16 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        update = fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
+        if limit:
+            update = fresh | limit
+        else:
+            prompt = self._prompt(state)
+            first = self._clean(self.model.invoke(prompt, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(self.model.invoke([*prompt, note], config))]
+            update = fresh | self._after_reply(state, replies)
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -103,7 +120,13 @@ class LoopNodes:
         if limit:
             update = fresh | limit
         else:
-            update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+            prompt = self._prompt(state)
+            first = self._clean(await self.model.ainvoke(prompt, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(await self.model.ainvoke([*prompt, note], config))]
+            update = fresh | self._after_reply(state, replies)
         return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
@@ -114,12 +137,31 @@ class LoopNodes:
             return None
         return {"status": "failed", "reason": f"step limit reached ({self.config.max_steps})"}
 
-    def _after_reply(self, state: AgentState, reply: Any) -> dict[str, Any]:
+    def _clean(self, reply: Any) -> AIMessage:
+        """The reply as it is kept: valid Unicode, only whole calls, one id per call, the
+        thinking apart from the text."""
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
         reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
+        reply = refuse_incomplete(reply)  # a call cut short never runs (graph/models/cutoff.py)
         reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
-        update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
+        return reply if self.config.keep_think else without_think(reply)
+
+    def _ask_again(self, state: AgentState, reply: AIMessage) -> bool:
+        """An empty reply is asked for once more, if the step limit leaves room for it."""
+        return is_empty(reply) and state.get("steps", 0) + 1 < self.config.max_steps
+
+    def _after_reply(self, state: AgentState, replies: list[AIMessage | HumanMessage]) -> dict[str, Any]:
+        reply = replies[-1]
+        assert isinstance(reply, AIMessage)
+        # An empty reply is not kept (some servers reject an assistant message with nothing in
+        # it); the note asking again is, so the history shows why the model was asked twice.
+        kept = [message for message in replies if not (isinstance(message, AIMessage) and is_empty(message))]
+        steps = state.get("steps", 0) + sum(isinstance(message, AIMessage) for message in replies)
+        update: dict[str, Any] = {"messages": kept, "steps": steps}
+        if is_empty(reply):
+            return update | {"status": "failed",
+                             "reason": empty_reply_failure(reply, asked_again=len(replies) > 1)}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
             return update
@@ -283,7 +325,7 @@ def _is_valid(call: ToolCall) -> bool:
 def invalid_call_result(call: ToolCall) -> CommandResult:
     """The args error answering a call whose arguments did not parse: it never runs."""
     reason = str(call["args"]["__invalid__"])
-    if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/models/replies.py)
+    if reason.startswith((UNENCODABLE_ARGS[:30], CUT_CALL[:30])):  # already whole sentences
         return args_error(reason)
     return args_error(f"the tool call's arguments are not valid JSON ({reason})")
 

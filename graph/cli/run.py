@@ -251,8 +251,10 @@ class Driver:
     def _model_failure(self, exc: Exception) -> Stop:
         config = self.settings.config
         base_url = config.base_url or os.environ.get("OPENAI_BASE_URL")
-        error = as_model_error(exc, base_url=base_url, retries=config.model_max_retries,
-                               model=choose_model_name(config))
+        # How many retries were made is read from the failed request, not assumed to be the most
+        # allowed (a long Retry-After makes none).
+        error = as_model_error(exc, base_url=base_url, model=choose_model_name(config),
+                               retry_after_max_s=config.model_retry_after_max_s)
         return Stop("model_error", str(error))
 
     def _next_step(self, stop: Stop) -> Action | Stop:

@@ -31,6 +31,7 @@ import pytest
 
 from tests.support.openai_history import history_problem
 from tests.support.openai_script import (
+    Custom,
     DropConnection,
     ErrorReply,
     Exchange,
@@ -129,15 +130,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, fake._fault(fake._past_end_message()), {"x-should-retry": "false"})
         else:
             try:
-                self._play(step[1], exchange_for(step[0], request, fake.model))
+                self._play(step[1], exchange_for(step[0], request, fake.model), request)
             except ConnectionError:
                 self.close_connection = True  # the client gave up first (its timeout)
 
-    def _play(self, step: Step, ex: Exchange) -> None:
+    def _play(self, step: Step, ex: Exchange, request: RecordedRequest) -> None:
         if isinstance(step, Hang):
             if self.server.stopping.wait(step.seconds):
                 return self._drop()
-            return self._play(step.then, ex)
+            return self._play(step.then, ex, request)
+        if isinstance(step, Custom):
+            answer = step.answer(request, ex)
+            if answer.events is not None:
+                return self._send_events(list(answer.events))
+            return self._send_json(answer.status, answer.body or {}, answer.headers)
         if isinstance(step, DropConnection):
             return self._drop()
         if isinstance(step, ErrorReply):
