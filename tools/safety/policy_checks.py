@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from bashgraph.tools.safety.git_options import cleans_forced, force_pushes, resets_hard
+from bashgraph.tools.safety.hidden import hidden_reason
 from bashgraph.tools.safety.shellsplit import SimpleCommand
 from bashgraph.tools.safety.wrappers import View, find_start_paths, has_braces, long_option
 
@@ -215,8 +216,8 @@ def _fork_bomb(part: SimpleCommand, _view: View, context: Context) -> bool:
         part.pipes_to in context.functions)
 
 
-def _hidden_code(part: SimpleCommand, _view: View, _context: Context) -> bool:
-    return bool(part.hidden_code)
+def _hidden_code(part: SimpleCommand, view: View, _context: Context) -> bool:
+    return bool(part.hidden_code) or bool(hidden_reason(part, view))
 
 
 #: Checks that need more than text, usable in any rule as `@name`.

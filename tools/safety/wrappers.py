@@ -25,8 +25,11 @@ INTERPRETERS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh|python[0-9.]*|
 SHELLS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh")
 #: Commands that run their arguments as shell code.
 EVALUATORS = frozenset({"eval", "source", "."})
-#: Names of the process's own stdin: a script file named so is the program read from stdin.
-STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+#: Names of one of the process's own file descriptors (`fd_path`): `/dev/stdin`, `/dev/fd/N`,
+#: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/$$/fd/N`, `/proc/PID/fd/N` (any PID: the
+#: rules cannot tell it from the shell's), however many slashes separate the parts.
+_FD_PATH = re.compile(r"/+dev/+(?:(stdin)|(stdout)|(stderr)|fd/+(\d+))"
+                      r"|/+proc/+(?:self|thread-self|\$\$|\$BASHPID|\d+)/+(?:task/+\d+/+)?fd/+(\d+)")
 #: More wrappers than this in one command is refused as too complex (the views would grow as
 #: the square of the command's length).
 MAX_VIEWS = 16
@@ -136,7 +139,7 @@ def shell_call(words: tuple[str, ...]) -> ShellCall:
     operands = words[index:]
     if has_c:
         return ShellCall(operands[0] if operands else None, None, False, index)
-    if operands and not has_s and operands[0] not in STDIN_FILES:
+    if operands and not has_s and fd_path(operands[0]) != 0:
         return ShellCall(None, operands[0], False)
     return ShellCall(None, None, True)
 
@@ -145,7 +148,7 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
     """True for an interpreter reading its program from stdin: `sh`, `bash -s`, `python3 -`,
     `bash /dev/stdin`, `source /dev/stdin`."""
     if words[:1] in ((".",), ("source",)):
-        return len(words) > 1 and words[1] in STDIN_FILES
+        return len(words) > 1 and fd_path(words[1]) == 0
     if not words or not INTERPRETERS.fullmatch(words[0]):
         return False
     if SHELLS.fullmatch(words[0]):
@@ -154,12 +157,21 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
         if word == "-":
             return True
         if not word.startswith("-"):
-            return word in STDIN_FILES  # else a script file
+            return fd_path(word) == 0  # else a script file
         if word[1:2] != "-" and set(word[1:]) & set("cmeEprW"):
             return False  # -c CODE, -m module, -e CODE, -r CODE (php)
         if word in ("--eval", "--print", "--version", "--help"):
             return False
     return True
+
+
+def fd_path(word: str) -> int | None:
+    """The file descriptor `word` names (`/dev/stdin` is 0, `/dev//fd/3` is 3), or None."""
+    match = _FD_PATH.fullmatch(word)
+    if match is None:
+        return None
+    stdin, stdout, stderr, dev_fd, proc_fd = match.groups()
+    return 0 if stdin else 1 if stdout else 2 if stderr else int(dev_fd or proc_fd)
 
 
 def program_name(word: str) -> str:

@@ -101,3 +101,76 @@ WRAPPED_ALLOWED = ["xargs -0 -n 1 echo", "xargs -I{} cp {} build/", "flock /tmp/
 def test_everyday_wrapped_commands_stay_allowed(command: str) -> None:
     decision = defaults().decide(command)
     assert (decision.action, decision.rule) == ("allow", None), decision
+
+
+#: Program text the rules cannot read, each allowed before while the same effect through `| python3`
+#: or `echo "$X" | sh` was asked.
+HIDDEN = {
+    "python-c": "python3 -c 'import shutil; shutil.rmtree(\"/x\")'",
+    "python-bundled-c": "python -Bc 'import os'",
+    "python-c-after-valued-option": "python3 -W ignore -c 'import os'",
+    "python-c-through-sudo": "sudo -u bob python3 -c 'import os'",
+    "python-c-through-xargs": "ls | xargs python3 -c 'import sys'",
+    "perl-e": "perl -e 'unlink glob q(*)'",
+    "perl-ne": "perl -ne 'print' f",
+    "perl-module-code": "perl '-Mstrict;system q(id)' x.pl",
+    "node-e": "node -e 'require(\"fs\").rmSync(\"/x\")'",
+    "node-eval-long": "node --eval='1'",
+    "node-print": "node -p 'process.env'",
+    "ruby-e": "ruby -e 'File.delete(\"x\")'",
+    "php-r": "php -r 'unlink(\"x\");'",
+    "lua-e": "lua -e 'os.execute(\"id\")'",
+    "awk-system": "awk 'BEGIN { system(\"rm -rf /\") }'",
+    "awk-pipe-to-command": "awk '{ print | \"sh\" }' f",
+    "awk-getline-from-command": "awk 'BEGIN { \"id\" | getline x }'",
+    "gawk-source-option": "gawk -e 'BEGIN { system(\"id\") }'",
+    "gawk-load-library": "gawk -l filefuncs 'BEGIN { }'",
+    "sed-e-command": "sed '1e id' f",
+    "sed-s-e-flag": "sed 's/.*/id/e' f",
+    "sed-e-among-expressions": "sed -e 's/a/b/' -e '$e id' f",
+    "sed-unreadable-script": "sed 'k' f",
+    "glob-program-name": "/???/r? -rf ../outside",
+    "glob-program-star": "/bin/r* -rf ../outside",
+    "shell-reads-fd-3": "bash /dev/fd/3 3<<<'rm -rf ../outside'",
+    "source-reads-fd-3": "source /proc/self/fd/3 3<<<'rm -rf ../outside'",
+    "here-string-variable": 'sh <<< "$X"',
+    "eval-variable": 'eval "$X"',
+    "bash-c-variable": 'bash -c "$X"',
+    "unquoted-heredoc-variable": 'bash <<EOF\n$X\nEOF',
+    "positional-program": "sh -c '$1 -rf $2' _ rm ../outside",
+}
+
+
+@pytest.mark.parametrize("command", HIDDEN.values(), ids=HIDDEN.keys())
+def test_program_text_the_rules_cannot_read_is_hidden_code(command: str) -> None:
+    decision = defaults().decide(command)
+    assert decision.action == "ask", decision
+    assert decision.rule is not None
+    assert decision.rule.pattern in ("@hidden-code", "@rm-outside-workdir"), decision
+
+
+#: Other names for stdin: the shell reads the here-string, and the rules read it too.
+STDIN_NAMES = ["/dev//stdin", "/dev/stdin", "//dev/fd/0", "/proc/thread-self/fd/0", "/proc/$$/fd/0",
+               "/proc/self/task/1/fd/0"]
+
+
+@pytest.mark.parametrize("name", STDIN_NAMES)
+def test_every_name_of_stdin_is_read_as_stdin(name: str) -> None:
+    for command in (f"bash {name} <<< '{OUTSIDE}'", f"source {name} <<< '{OUTSIDE}'",
+                    f"echo '{OUTSIDE}' | sh {name}"):
+        assert deny_rm().decide(command).action == "deny", command
+
+
+#: Interpreters, awk and sed as they are used every day: no question asked.
+READABLE = ["python3 script.py -c config.ini", "python3 -m pytest -q -x", "node app.js -e prod",
+            "awk '{print $1}' data.txt", "awk -F'|' '$1 || $2 {print $2}' f", "awk -f prog.awk f",
+            "sed -n '1,5p' f", "sed -i 's/old/new/g' f", "sed -e 's/e/E/g' -e '/^#/d' f",
+            "sed ':a;N;$!ba;s/\\n/ /g' f", "sed --sandbox 's/a/b/' f", "sed -f script.sed f",
+            "[ -f x ] && echo yes", "bash -c 'echo $HOME'", "eval 'ls -la'",
+            "bash -c 'for f in *.txt; do wc -l \"$f\"; done'", "perl script.pl", "ruby app.rb"]
+
+
+@pytest.mark.parametrize("command", READABLE)
+def test_readable_programs_stay_allowed(command: str) -> None:
+    decision = defaults().decide(command)
+    assert (decision.action, decision.rule) == ("allow", None), decision
