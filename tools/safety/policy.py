@@ -270,8 +270,6 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask("@git-clean-force", "deletes untracked files"),
     _ask("mkfs*", "formats a file system"),
     _ask("wipefs *", "erases file system signatures"),
-    _ask(r"re:^dd(?: .*)? of=/dev/(?!(?:null|zero|stdout|stderr|tty)(?: |$))",
-         "writes to a device"),
     *(_ask(f"{tool} *", "stops or restarts the machine")
       for tool in ("shutdown", "reboot", "halt", "poweroff")),
     _ask(r"re:^systemctl(?: \S+)* (?:reboot|poweroff|halt|kexec)(?: |$)",
@@ -279,6 +277,7 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask(r"re:^(?:tel)?init [06](?: |$)", "stops or restarts the machine"),
     _ask(r"re:^crontab(?: \S+)* -[a-z]*r", "deletes the crontab"),
     _ask(r"re:^kill(?: \S+)+ -1(?: |$)", "signals every process"),
+    _ask("@stops-machine", "stops or restarts the machine"),
 )
 #: Denied by default: nothing; denying is the user's call (`deny:` rules).
 DEFAULT_DENY: tuple[Rule, ...] = ()

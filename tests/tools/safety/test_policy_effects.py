@@ -174,3 +174,63 @@ READABLE = ["python3 script.py -c config.ini", "python3 -m pytest -q -x", "node 
 def test_readable_programs_stay_allowed(command: str) -> None:
     decision = defaults().decide(command)
     assert (decision.action, decision.rule) == ("allow", None), decision
+
+
+#: The same effect as `dd of=/dev/sda` or `reboot`, by another program or another route: each was
+#: allowed before.
+MACHINE = {
+    "mkswap-disk": ("mkswap /dev/sda", "@write-system-path"),
+    "redirect-to-block-device-number": ("echo x > /dev/block/8:0", "@write-system-path"),
+    "sgdisk-nvme": ("sgdisk --zap-all /dev/nvme0n1", "@write-system-path"),
+    "shred-disk-by-id": ("shred -n 1 /dev/disk/by-id/ata-X", "@write-system-path"),
+    "blkdiscard": ("blkdiscard /dev/sda", "@write-system-path"),
+    "lvm-volume": ("cryptsetup luksFormat /dev/vg0/data", "@write-system-path"),
+    "option-value-device": ("mke2fs -F --device=/dev/sdb", "@write-system-path"),
+    "pv-to-zvol": ("pv disk.img > /dev/zd0", "@write-system-path"),
+    "device-glob": ("cp img /dev/s[d]a", "@write-system-path"),
+    "device-from-dev": ("cd /dev && mkswap sda", "@write-system-path"),
+    "device-through-sudo": ("sudo -n hdparm --security-erase x /dev/sda", "@write-system-path"),
+    "sysrq-reboot": ("echo b > /proc/sysrq-trigger", "@write-system-path"),
+    "sysrq-through-tee": ("echo o | tee /proc/sysrq-trigger", "@write-system-path"),
+    "systemctl-reboot-target": ("systemctl start reboot.target", "@stops-machine"),
+    "systemctl-isolate-rescue": ("systemctl isolate rescue.target", "@stops-machine"),
+    "systemctl-soft-reboot": ("systemctl soft-reboot", "@stops-machine"),
+    "systemctl-suspend": ("systemctl suspend", "@stops-machine"),
+    "systemctl-unknown-unit": ('systemctl start "$UNIT"', "@stops-machine"),
+    "systemctl-ctrl-alt-del": ("systemctl --no-block start ctrl-alt-del.target", "@stops-machine"),
+    "telinit": ("telinit 1", "@stops-machine"),
+    "init-single": ("init s", "@stops-machine"),
+    "kill-init": ("kill -9 1", "@stops-machine"),
+    "kill-init-default-signal": ("kill 1", "@stops-machine"),
+    "kill-init-named-signal": ("kill -s KILL 1", "@stops-machine"),
+    "killall5": ("killall5 -9", "@stops-machine"),
+    "pkill-systemd": ("pkill -9 -x systemd", "@stops-machine"),
+    "kexec": ("kexec -e", "@stops-machine"),
+    "dbus-reboot": ("busctl call org.freedesktop.login1 /org/freedesktop/login1 "
+                    "org.freedesktop.login1.Manager Reboot b false", "@stops-machine"),
+    "loginctl-poweroff": ("loginctl poweroff", "@stops-machine"),
+    "reboot-through-nsenter": ("nsenter -t 1 -a reboot", "reboot *"),
+}
+
+
+@pytest.mark.parametrize(("command", "pattern"), MACHINE.values(), ids=MACHINE.keys())
+def test_effects_on_the_machine_are_asked_whatever_the_program(command: str, pattern: str) -> None:
+    decision = defaults().decide(command)
+    assert decision.action == "ask", decision
+    assert decision.rule is not None
+    assert decision.rule.pattern == pattern, decision
+
+
+#: Reading devices, harmless devices, and ordinary signals and services: no question asked.
+MACHINE_ALLOWED = ["lsblk /dev/sda", "cat /dev/sda | head -c 512 | xxd", "dd if=/dev/sda of=mbr.img count=1",
+                   "blkid /dev/nvme0n1p1", "echo x > /dev/null", "ls 2>/dev/null", "echo hi > /dev/tty",
+                   "echo x > /dev/stderr", "head -c 16 /dev/urandom", "cat /proc/cpuinfo",
+                   "echo done > /proc/self/fd/2", "kill 1234", "kill -1 1234", "kill -TERM %1",
+                   "systemctl restart nginx", "systemctl status", "pkill -f 'python3 server.py'",
+                   "echo /dev/sda", "mkswap ./swapfile"]
+
+
+@pytest.mark.parametrize("command", MACHINE_ALLOWED)
+def test_reading_devices_and_ordinary_signals_stay_allowed(command: str) -> None:
+    decision = defaults().decide(command)
+    assert (decision.action, decision.rule) == ("allow", None), decision
