@@ -9,6 +9,7 @@ other wrappers are seen through):
 * `awk` whose program runs commands (`system(…)`, a pipe `|`, `@load`, `-l`) and `sed` whose
   script does (`e`, `s///e`, or a script `sedscript` cannot read);
 * a program name bash expands as a pattern (`/???/r?`, `/bin/r*`);
+* `at`/`batch` scheduling the commands they read from stdin (`at now <<< reboot`);
 * a shell or `source` reading its program from a file descriptor other than stdin
   (`bash /dev/fd/3 3<<<'…'`);
 * code a shell parses again whose program name is a variable (`eval "$X"`, `sh <<< "$X"`,
@@ -74,6 +75,8 @@ def hidden_reason(part: SimpleCommand, view: View) -> str:
         return f"{name} runs commands from its program"
     if _SED.fullmatch(name) and _sed_runs_commands(words):
         return f"{name} runs commands from its script"
+    if name in ("at", "batch") and not any(w[:1] == "-" and set(w[1:]) & set("lrdcVf") for w in words[1:]):
+        return f"{name} runs, later, the commands it reads from stdin"
     return _shell_reason(part, view)
 
 

@@ -31,7 +31,7 @@ class Context:
 
     workdir: str
     cwd: str | None
-    home: str
+    home: str | None  # None once the line may have set HOME: `~` is then unknown
     command: str
     functions: frozenset[str] = frozenset()  # the shell functions the line defines
     start: str | None = None
@@ -63,6 +63,8 @@ def resolve_path(path: str, context: Context) -> str | None:
     if "$" in path or "`" in path:
         return None
     if path == "~" or path.startswith("~/"):
+        if context.home is None:
+            return None
         path = context.home + path[1:]
     elif path.startswith("~"):
         return None  # ~user
@@ -220,7 +222,9 @@ def _is_system_path_from(target: str, context: Context) -> bool:
     resolved = resolve_path(target, context)
     if resolved is None:
         # A relative path from an unknown directory (`pushd /etc && echo x > passwd`) may be
-        # anywhere; a variable (`> $LOG`) is the user's own.
+        # anywhere, as may `~` once HOME may have changed; a variable (`> $LOG`) is the user's own.
+        if target == "~" or target.startswith("~/"):
+            return context.home is None
         return context.cwd is None and not target.startswith(("/", "~", "$"))
     if resolved.startswith("/proc/") and fd_path(resolved) is None:
         return True  # /proc/sysrq-trigger, /proc/PID/…: the kernel's, except a process's fds

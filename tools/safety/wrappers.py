@@ -102,8 +102,15 @@ def has_braces(word: str) -> bool:
 _FIND_LEADING = re.compile(r"-[HLP]|-O\d*|-D")
 
 
+#: Stands for start paths `find` reads from a file (`-files0-from F`): unknown, like a variable.
+FILES0_FROM = "${files0_from}"
+
+
 def find_start_paths(words: tuple[str, ...]) -> list[str]:
-    """The paths `find` walks: the operands before its first expression word (default `.`)."""
+    """The paths `find` walks: the operands before its first expression word (default `.`), or
+    unknown paths when it reads them from a file (`-files0-from F`, anywhere among its words)."""
+    if "-files0-from" in words:
+        return [FILES0_FROM]
     paths: list[str] = []
     rest = iter(words[1:])
     for word in rest:

@@ -4,6 +4,9 @@ hidden code."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy, Rule
@@ -232,5 +235,46 @@ MACHINE_ALLOWED = ["lsblk /dev/sda", "cat /dev/sda | head -c 512 | xxd", "dd if=
 
 @pytest.mark.parametrize("command", MACHINE_ALLOWED)
 def test_reading_devices_and_ordinary_signals_stay_allowed(command: str) -> None:
+    decision = defaults().decide(command)
+    assert (decision.action, decision.rule) == ("allow", None), decision
+
+
+#: Paths whose directory or `~` the rules took for known while bash did not: each was allowed.
+PATHS = {
+    "find-start-paths-from-a-file": "find -files0-from list.txt -delete",
+    "find-files0-exec-rm": "find . -files0-from list.txt -exec rm {} +",
+    "builtin-cd": "builtin cd / && rm -rf tmp",
+    "command-cd": "command cd /etc && echo x > passwd",
+    "home-assigned": "HOME=/etc; echo x >> ~/passwd",
+    "home-exported": "export HOME=/etc; echo x >> ~/passwd",
+    "home-loop-variable": "for HOME in /etc; do echo x > ~/passwd; done",
+    "home-quoted-name": 'declare "HO""ME=/etc"; echo x > ~/passwd',
+    "home-computed-name": 'n=HOME; printf -v "$n" /etc; echo x > ~/passwd',
+    "home-set-after-a-function-is-defined": "f() { echo x > ~/passwd; }; HOME=/etc; f",
+    "home-then-bare-cd": "HOME=/etc; cd; echo x > passwd",
+    "home-from-a-sourced-file": "source env.sh; echo x > ~/.bashrc",
+    "at-reads-commands": "at now <<< 'reboot'",
+}
+
+
+@pytest.mark.parametrize("command", PATHS.values(), ids=PATHS.keys())
+def test_unknown_directories_and_homes_are_asked(command: str) -> None:
+    assert defaults().decide(command).action == "ask", defaults().decide(command)
+
+
+def test_home_really_moves_the_tilde(tmp_path: Path) -> None:
+    """Why: bash expands `~` from HOME as the line runs."""
+    subprocess.run(["bash", "-c", f"HOME={tmp_path}; echo x >> ~/passwd"], check=True)
+    assert (tmp_path / "passwd").read_text() == "x\n"
+
+
+#: `~`, `$HOME` and `cd` as they are used every day: no question asked.
+PATHS_ALLOWED = ["echo x > ~/notes.txt", "echo $HOME ${HOME}", "cd ~ && ls", "export PATH=$PATH:~/bin; ls",
+                 "command cd sub && rm -rf x", "builtin cd sub && rm -rf build", "find . -files0-from l -print",
+                 "MY_HOME=/etc; echo x > out.txt", "at -l"]
+
+
+@pytest.mark.parametrize("command", PATHS_ALLOWED)
+def test_everyday_paths_stay_allowed(command: str) -> None:
     decision = defaults().decide(command)
     assert (decision.action, decision.rule) == ("allow", None), decision
