@@ -62,8 +62,9 @@ def test_a_job_held_by_a_live_process_is_never_reported_stopped_while_it_runs(
         results = {m.name: CommandResult.from_dict(m.artifact) for m in messages
                    if isinstance(m, ToolMessage) and m.name in ("bash_output", "bash_kill")}
         read = results["bash_output"]
-        assert f"still running in process {holder.pid}" in read.detail, read.detail
-        assert "stopped" not in read.detail.replace("bash_kill stops it", "")
+        detail = read.detail or ""
+        assert f"still running in process {holder.pid}" in detail, detail
+        assert "stopped" not in detail.replace("bash_kill stops it", "")
         assert read.outcome.value == "args_error"
         assert seen_running == [True]
         kill = results["bash_kill"]
