@@ -277,11 +277,11 @@ def _read_option(words: tuple[str, ...], index: int, spec: Spec) -> _Option | No
 
 
 def _every_later_command(words: tuple[str, ...], start: int) -> list[tuple[str, ...]]:
-    found = [words[index:] for index in range(start, len(words)) if not words[index].startswith("-")]
-    if len(found) > MAX_VIEWS:
+    starts = [index for index in range(start, len(words)) if not words[index].startswith("-")]
+    if len(starts) > MAX_VIEWS:  # counted first: each view copies the rest of the words
         raise TooComplexError(f"{words[0]} has an option not known to the rules and too many "
                               "words after it")
-    return found
+    return [words[index:] for index in starts]
 
 
 #: A `-c` script that runs its positional parameters: `sh -c '"$@"' _ rm -rf x` runs `rm`.
