@@ -16,10 +16,9 @@ _CD = frozenset({"cd", "pushd", "popd"})
 #: `read HOME`, `for HOME in …`, `${HOME:=x}`, `declare -n h=HOME`).
 _READS_HOME = re.compile(r"\$HOME\b|\$\{HOME\}")
 _NAMES_HOME = re.compile(r"\bHOME\b")
-#: Builtins that set a variable whose name may be computed (`printf -v "$n"`), and commands that
-#: run code the rules do not read (`source env.sh`).
-_SETTERS = frozenset({"declare", "typeset", "export", "local", "readonly", "read", "printf",
-                      "mapfile", "readarray", "let", "unset"})
+#: Builtins that set variables named by their words (`declare "$n=x"`, `read "$n"`).
+_SETTERS = frozenset({"declare", "typeset", "export", "local", "readonly", "read", "mapfile",
+                      "readarray", "let"})
 _SOURCES = frozenset({"source", "."})
 
 
@@ -43,7 +42,19 @@ def may_change_home(command: str, parts: list[SimpleCommand]) -> bool:
     for part in parts:
         for view in part.views or ():
             name = view.words[0] if view.words else ""
-            if name in _SOURCES or (name in _SETTERS and any(
-                    "$" in word or "`" in word for word in view.words[1:])):
+            if name in _SOURCES or _computed_names(view.words):
                 return True
     return False
+
+
+def _computed_names(words: tuple[str, ...]) -> bool:
+    """A builtin setting a variable whose name is not on the line: `printf -v "$n"`,
+    `declare "$n=x"`, `read "$n"` (the value, after `=`, may hold anything)."""
+    if words[:1] == ("printf",):
+        names = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-v"]
+        names += [w[2:] for w in words if w.startswith("-v") and len(w) > 2]
+    elif words[:1] and words[0] in _SETTERS:
+        names = [w.partition("=")[0] for w in words[1:] if not w.startswith("-")]
+    else:
+        return False
+    return any("$" in name or "`" in name for name in names)

@@ -34,6 +34,7 @@ class _Inline:
     code_letters: str  # short options whose value (or the rest of the word) is code
     code_long: tuple[str, ...] = ()
     valued: str = ""  # other short options that take the next word as a value
+    anywhere: bool = False  # options are read after operands too (gdb, vim permute them)
 
 
 _INTERPRETERS: tuple[tuple[re.Pattern[str], _Inline], ...] = tuple(
@@ -50,8 +51,8 @@ _INTERPRETERS: tuple[tuple[re.Pattern[str], _Inline], ...] = tuple(
         (r"pwsh|powershell", _Inline("cC", ("-command", "-c", "-Command"))),
         (r"osascript", _Inline("e")),
         (r"expect|tclsh[0-9.]*|wish", _Inline("c")),
-        (r"gdb", _Inline("", ("-ex", "--ex", "-eval-command", "--eval-command", "-iex"))),
-        (r"vim?|nvim|ex|view", _Inline("c", ("--cmd",))),
+        (r"gdb", _Inline("", ("-ex", "--ex", "-eval-command", "--eval-command", "-iex"), anywhere=True)),
+        (r"vim?|nvim|ex|view", _Inline("c", ("--cmd",), anywhere=True)),
     ))
 _AWK = re.compile(r"[gmn]?awk|busybox-awk")
 _AWK_VALUED = "FvfeiElWoD"  # take a value: -F fs, -v v=x, -f file, -e text, -i file, -l lib…
@@ -85,9 +86,11 @@ def _has_inline_code(words: tuple[str, ...], spec: _Inline) -> bool:
     index = 1
     while index < len(words):
         word = words[index]
-        if word in ("--", "-") or not word.startswith("-"):
-            return False
         index += 1
+        if word in ("--", "-") or not word.startswith("-"):
+            if spec.anywhere and word != "--":
+                continue
+            return False
         name = word.partition("=")[0]
         if name in spec.code_long or (word.startswith("--") and any(
                 long.startswith(name) and len(name) > 3 for long in spec.code_long)):

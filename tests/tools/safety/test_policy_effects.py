@@ -141,6 +141,8 @@ HIDDEN = {
     "bash-c-variable": 'bash -c "$X"',
     "unquoted-heredoc-variable": 'bash <<EOF\n$X\nEOF',
     "positional-program": "sh -c '$1 -rf $2' _ rm ../outside",
+    "gdb-command-after-the-program": "gdb ./a.out -batch -ex 'shell id'",
+    "vim-command-after-the-file": "vim notes.txt -c ':!id'",
 }
 
 
@@ -271,7 +273,8 @@ def test_home_really_moves_the_tilde(tmp_path: Path) -> None:
 #: `~`, `$HOME` and `cd` as they are used every day: no question asked.
 PATHS_ALLOWED = ["echo x > ~/notes.txt", "echo $HOME ${HOME}", "cd ~ && ls", "export PATH=$PATH:~/bin; ls",
                  "command cd sub && rm -rf x", "builtin cd sub && rm -rf build", "find . -files0-from l -print",
-                 "MY_HOME=/etc; echo x > out.txt", "at -l"]
+                 "MY_HOME=/etc; echo x > out.txt", "at -l", "printf '%s\\n' \"$X\" > ~/out.txt",
+                 "export PATH=$PATH:~/bin; echo x > ~/notes.txt", "read -r line; echo \"$line\" > ~/log.txt"]
 
 
 @pytest.mark.parametrize("command", PATHS_ALLOWED)
