@@ -281,3 +281,18 @@ PATHS_ALLOWED = ["echo x > ~/notes.txt", "echo $HOME ${HOME}", "cd ~ && ls", "ex
 def test_everyday_paths_stay_allowed(command: str) -> None:
     decision = defaults().decide(command)
     assert (decision.action, decision.rule) == ("allow", None), decision
+
+
+#: Why these shapes matter: real programs run `touch marker` through each of them.
+REALLY_RUNS = ["echo | xargs -en touch marker", "echo x | xargs -iI touch marker", "flock lock touch marker",
+               "sh -c '\"$@\"' _ touch marker", "echo x | sed 's/.*/touch marker/e'",
+               "awk 'BEGIN { system(\"touch marker\") }'", "/usr/bin/t?uch marker",
+               "bash /dev//stdin <<< 'touch marker'", "bash /dev/fd/3 3<<< 'touch marker'"]
+
+
+@pytest.mark.parametrize("command", REALLY_RUNS)
+def test_each_shape_really_runs_the_hidden_command(tmp_path: Path, command: str) -> None:
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True, capture_output=True, timeout=30)
+    assert (tmp_path / "marker").exists()
+    deny_touch = Policy([Rule("touch *", "deny", "no"), *DEFAULT_ASK], workdir=str(tmp_path), home=HOME)
+    assert deny_touch.decide(command).action in ("deny", "ask")
