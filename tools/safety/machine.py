@@ -29,7 +29,7 @@ _READERS = frozenset({
     "echo", "printf", "true", "false", "type", "which", "command", "dirname", "basename", "lsof",
 })
 _POWER_PROGRAMS = frozenset({"shutdown", "reboot", "halt", "poweroff", "openrc-shutdown", "kexec",
-                             "killall5"})
+                             "killall5", "rtcwake", "pm-suspend", "pm-hibernate", "pm-suspend-hybrid"})
 _POWER_WORDS = ("reboot", "poweroff", "halt", "kexec", "soft-reboot", "emergency", "rescue",
                 "suspend", "hibernate", "hybrid-sleep", "suspend-then-hibernate", "sleep",
                 "ctrl-alt-del", "shutdown", "exit", "final", "switch-root", "isolate", "default",

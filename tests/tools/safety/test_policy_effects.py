@@ -211,6 +211,8 @@ MACHINE = {
     "killall5": ("killall5 -9", "@stops-machine"),
     "pkill-systemd": ("pkill -9 -x systemd", "@stops-machine"),
     "kexec": ("kexec -e", "@stops-machine"),
+    "rtcwake-off": ("rtcwake -m off -s 60", "@stops-machine"),
+    "pm-suspend": ("pm-suspend", "@stops-machine"),
     "dbus-reboot": ("busctl call org.freedesktop.login1 /org/freedesktop/login1 "
                     "org.freedesktop.login1.Manager Reboot b false", "@stops-machine"),
     "loginctl-poweroff": ("loginctl poweroff", "@stops-machine"),
