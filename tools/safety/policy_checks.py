@@ -13,11 +13,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bashgraph.tools.safety.find_command import find_start_paths
 from bashgraph.tools.safety.git_options import cleans_forced, force_pushes, resets_hard
 from bashgraph.tools.safety.hidden import hidden_reason
 from bashgraph.tools.safety.machine import device_operands, is_storage_device, stops_machine
 from bashgraph.tools.safety.shellsplit import SimpleCommand
-from bashgraph.tools.safety.wrappers import View, fd_path, find_start_paths, has_braces, long_option
+from bashgraph.tools.safety.wrappers import View, fd_path, has_braces, long_option
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from bashgraph.tools.safety.find_command import find_exec_commands
 from bashgraph.tools.safety.shellerrors import TooComplexError
 from bashgraph.tools.safety.wrapper_specs import WRAPPERS, Spec
 
@@ -36,7 +37,6 @@ MAX_VIEWS = 16
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\])?\+?=")
 
 
-_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 #: bash's own options that take a value: `-o pipefail`, `-O extglob`, `--rcfile FILE`.
 _SHELL_VALUED_SHORT = "oO"
 _SHELL_VALUED_LONG = ("--rcfile", "--init-file")
@@ -84,7 +84,7 @@ def views(words: tuple[str, ...], args_from_stdin: bool = False) -> list[View]:
         found.append(view)
         if len(found) > MAX_VIEWS:
             raise TooComplexError(f"more than {MAX_VIEWS} wrapped commands in one command")
-        inner = [View(w) for w in reversed(_find_exec_commands(view.words))]
+        inner = [View((program_name(w[0]), *w[1:])) for w in reversed(find_exec_commands(view.words))]
         from_stdin = view.args_from_stdin or view.words[0] == "xargs"
         inner[:0] = [View(wrapped, from_stdin) for wrapped in reversed(_wrapped_commands(view.words))]
         pending.extend(inner)
@@ -96,32 +96,6 @@ def has_braces(word: str) -> bool:
     opening = word.find("{")
     rest = word[opening:] if opening >= 0 else ""
     return "}" in rest and ("," in rest or ".." in rest)
-
-
-#: The options `find` takes before its start paths: -H -L -P, -O<level>, -D <debug options>.
-_FIND_LEADING = re.compile(r"-[HLP]|-O\d*|-D")
-
-
-#: Stands for start paths `find` reads from a file (`-files0-from F`): unknown, like a variable.
-FILES0_FROM = "${files0_from}"
-
-
-def find_start_paths(words: tuple[str, ...]) -> list[str]:
-    """The paths `find` walks: the operands before its first expression word (default `.`), or
-    unknown paths when it reads them from a file (`-files0-from F`, anywhere among its words)."""
-    if "-files0-from" in words:
-        return [FILES0_FROM]
-    paths: list[str] = []
-    rest = iter(words[1:])
-    for word in rest:
-        if word.startswith(("-", "(", "!")) and word not in ("-", "--"):
-            if paths or not _FIND_LEADING.fullmatch(word):
-                break
-            if word == "-D":
-                next(rest, None)  # its debug options (`-D stat`)
-            continue
-        paths.append(word)
-    return paths or ["."]
 
 
 def shell_call(words: tuple[str, ...]) -> ShellCall:
@@ -307,41 +281,6 @@ def _split_string(value: str) -> tuple[str, ...]:
         return tuple(shlex.split(value))
     except ValueError:
         return tuple(value.split())
-
-
-def _find_exec_commands(words: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """`find P Q -exec rm {} ;` -> `rm P/* Q/*`: `{}` stands for anything under a start path.
-
-    One command per `-exec`, with each `{}` word repeated once per start path. Raises
-    `TooComplexError` when that would make the text more than a few times longer: many
-    `-exec`s times many start paths, or many `{}` in a word times a long start path, grows as
-    the square of the command. The budget is in characters, checked before a word is built.
-    """
-    if not words or words[0] != "find":
-        return []
-    starts = list(dict.fromkeys(f"{start.rstrip('/')}/*" for start in find_start_paths(words)))
-    commands: list[tuple[str, ...]] = []
-    budget = 4 * sum(len(word) + 1 for word in words) + 4096
-    index = 0
-    while index < len(words):
-        if words[index] not in _FIND_EXEC:
-            index += 1
-            continue
-        end = index + 1
-        while end < len(words) and words[end] not in (";", "+"):
-            end += 1
-        inner: list[str] = []
-        for word in words[index + 1 : end]:
-            braces = word.count("{}")
-            for start in starts if braces else ("{}",):
-                budget -= len(word) + braces * (len(start) - 2) + 1
-                if budget < 0:
-                    raise TooComplexError("find runs too many commands on too many start paths")
-                inner.append(word.replace("{}", start) if braces else word)
-        if inner:
-            commands.append((program_name(inner[0]), *inner[1:]))
-        index = end
-    return commands
 
 
 #: Programs whose `-c`/`--command` value a shell runs, and their other short options that take
