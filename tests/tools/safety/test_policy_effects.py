@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy, Rule
+from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy, Rule, Verdict
 from bashgraph.tools.safety.wrappers import views
 
 WORKDIR, HOME = "/work/proj", "/home/u"
@@ -22,6 +22,17 @@ def defaults() -> Policy:
 
 def deny_rm() -> Policy:
     return Policy([Rule("rm *", "deny", "no deleting"), *DEFAULT_ASK], workdir=WORKDIR, home=HOME)
+
+
+def refused(decision: Verdict, *patterns: str) -> bool:
+    """Denied, or asked by one of `patterns`, or asked because the reader refuses a construct in
+    the line (fail closed: `too complex to check: …`, decided before any rule)."""
+    if decision.action == "deny":
+        return True
+    if decision.action != "ask":
+        return False
+    by_rule = decision.rule is not None and decision.rule.pattern in patterns
+    return by_rule or (decision.rule is None and decision.reason.startswith("too complex to check"))
 
 
 #: Each ran `rm -rf ../outside` unseen: the wrapper's options hid the command it runs.
@@ -61,7 +72,7 @@ WRAPPED = {
 def test_wrappers_are_read_through(command: str) -> None:
     """The command a wrapper runs is seen by every rule: a user's `deny:rm *`, and the default
     `@rm-outside-workdir`."""
-    assert deny_rm().decide(command).action == "deny", deny_rm().decide(command)
+    assert refused(deny_rm().decide(command), "rm *"), deny_rm().decide(command)
     assert defaults().decide(command).action == "ask", defaults().decide(command)
 
 
@@ -149,9 +160,8 @@ HIDDEN = {
 @pytest.mark.parametrize("command", HIDDEN.values(), ids=HIDDEN.keys())
 def test_program_text_the_rules_cannot_read_is_hidden_code(command: str) -> None:
     decision = defaults().decide(command)
+    assert refused(decision, "@hidden-code", "@rm-outside-workdir"), decision
     assert decision.action == "ask", decision
-    assert decision.rule is not None
-    assert decision.rule.pattern in ("@hidden-code", "@rm-outside-workdir"), decision
 
 
 #: Other names for stdin: the shell reads the here-string, and the rules read it too.
