@@ -185,9 +185,11 @@ class RunJobs:
         its marker, which only its processes carry."""
         where = f"process {holder}, which started it and still holds it"
         if tool != KILL_TOOL_NAME:
+            held = {"event": "job_held", "job_id": row.job_id, "pid": holder,
+                    "state": f"still running in {where}"}  # for the person watching
             return Answer(args_error(
                 f"job {row.job_id} is still running in {where}: this process cannot read its "
-                "output; bash_kill stops it", row.command))
+                "output; bash_kill stops it", row.command), [held])
         count = sweep_marker(row.marker, self.grace)
         if self.journal is not None and thread is not None:
             self.journal.job_ended(thread, row.job_id, f"stopped by bash_kill in process "

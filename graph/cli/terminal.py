@@ -192,6 +192,9 @@ class TerminalRenderer:
     def _on_job_end(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="cyan"))
 
+    def _on_job_held(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(one_line(job_line(event)), style="bold yellow"))
+
     def _on_job_output(self, event: Mapping[str, Any]) -> None:
         """The last lines a read of a job returned, dimmed, like a command's live tail."""
         lines = [line for line in str(event.get("text") or "").splitlines() if line.strip()]

@@ -4,6 +4,7 @@ the job is never reported stopped while it runs. `bash_output` says which proces
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import time
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langgraph.types import Command
+from rich.console import Console
 
 from bashgraph.graph import AgentConfig
+from bashgraph.graph.cli.progress import job_line
+from bashgraph.graph.cli.terminal import TerminalRenderer
 from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.tools.results import CommandResult
@@ -55,8 +59,8 @@ def test_a_job_held_by_a_live_process_is_never_reported_stopped_while_it_runs(
         model = ScriptedChatModel([call("bash_output", "read", job_id="job-1"), kill_after_reading,
                                    AIMessage(content="done")])
         with open_session(db_url, model=model, config=AgentConfig(workdir=str(workdir))) as session:
-            for _ in session.run(Command(resume={"action": "reject", "message": "no"}), thread):
-                pass
+            answer = Command(resume={"action": "reject", "message": "no"})
+            events = list(session.run(answer, thread, stream_mode="custom"))
             messages = session.state(thread).values["messages"]
             rows = session.journal.job_rows(thread)
         results = {m.name: CommandResult.from_dict(m.artifact) for m in messages
@@ -67,6 +71,14 @@ def test_a_job_held_by_a_live_process_is_never_reported_stopped_while_it_runs(
         assert "stopped" not in detail.replace("bash_kill stops it", "")
         assert read.outcome.value == "args_error"
         assert seen_running == [True]
+        # The person is told too: the event the CLI prints, in both of its modes.
+        [held] = [event for event in events if event.get("event") == "job_held"]
+        assert (held["job_id"], held["pid"]) == ("job-1", holder.pid)
+        shown = io.StringIO()
+        TerminalRenderer(Console(file=shown, width=200, color_system=None))._on_job_held(held)
+        assert f"job job-1: still running in process {holder.pid}" in shown.getvalue()
+        assert job_line(held) == (f"  job job-1: still running in process {holder.pid}, which started "
+                                  "it and still holds it")
         kill = results["bash_kill"]
         assert kill.outcome.value == "ok"
         assert kill.stdout.startswith("[job job-1: stopped (bash_kill)]")
