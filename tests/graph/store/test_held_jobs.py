@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
@@ -59,7 +60,7 @@ def test_a_job_held_by_a_live_process_is_never_reported_stopped_while_it_runs(
         model = ScriptedChatModel([call("bash_output", "read", job_id="job-1"), kill_after_reading,
                                    AIMessage(content="done")])
         with open_session(db_url, model=model, config=AgentConfig(workdir=str(workdir))) as session:
-            answer = Command(resume={"action": "reject", "message": "no"})
+            answer: Command[Any] = Command(resume={"action": "reject", "message": "no"})
             events = list(session.run(answer, thread, stream_mode="custom"))
             messages = session.state(thread).values["messages"]
             rows = session.journal.job_rows(thread)
