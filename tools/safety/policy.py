@@ -17,6 +17,7 @@ always be written so no pattern recognises it. The sandbox (`sandbox.py`) is the
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import json
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 from bashgraph.tools.limits import command_size_problem
+from bashgraph.tools.safety.directories import cd_words, may_change_home
 from bashgraph.tools.safety.policy_checks import BUILTIN_CHECKS, Check, Context, resolve_path
 from bashgraph.tools.safety.shellsplit import ShellSyntaxError, SimpleCommand, TooComplexError, parse_line
 from bashgraph.tools.safety.wrappers import View
@@ -209,14 +211,17 @@ def _contexts(parts: list[SimpleCommand], start: Context) -> list[tuple[SimpleCo
 
     A `cd` may not move the shell that runs a later part (it is in a subshell, after `&`, or
     fails), so the line's start directory stays an alternative: following a `cd` can only make
-    a path look less safe.
+    a path look less safe. A line that may set `HOME` makes `~` unknown.
     """
     paired: list[tuple[SimpleCommand, Context]] = []
+    if may_change_home(start.command, parts):
+        start = dataclasses.replace(start, home=None)  # `HOME=/etc; echo x >> ~/passwd`
     context = start
     for part in parts:
         paired.append((part, context))
-        if part.words and part.words[0] in ("cd", "pushd", "popd"):
-            context = Context(context.workdir, _cd_target(part.words, context), context.home,
+        words = cd_words(part)
+        if words is not None:
+            context = Context(context.workdir, _cd_target(words, context), context.home,
                               context.command, context.functions, start=start.cwd)
     return paired
 
@@ -270,8 +275,6 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask("@git-clean-force", "deletes untracked files"),
     _ask("mkfs*", "formats a file system"),
     _ask("wipefs *", "erases file system signatures"),
-    _ask(r"re:^dd(?: .*)? of=/dev/(?!(?:null|zero|stdout|stderr|tty)(?: |$))",
-         "writes to a device"),
     *(_ask(f"{tool} *", "stops or restarts the machine")
       for tool in ("shutdown", "reboot", "halt", "poweroff")),
     _ask(r"re:^systemctl(?: \S+)* (?:reboot|poweroff|halt|kexec)(?: |$)",
@@ -279,6 +282,7 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask(r"re:^(?:tel)?init [06](?: |$)", "stops or restarts the machine"),
     _ask(r"re:^crontab(?: \S+)* -[a-z]*r", "deletes the crontab"),
     _ask(r"re:^kill(?: \S+)+ -1(?: |$)", "signals every process"),
+    _ask("@stops-machine", "stops or restarts the machine"),
 )
 #: Denied by default: nothing; denying is the user's call (`deny:` rules).
 DEFAULT_DENY: tuple[Rule, ...] = ()
