@@ -69,9 +69,14 @@ class Verdict:
     part: str
 
 
-def _unparsed_view(command: str) -> View:
-    """A best-effort view of a line that could not be split: its whitespace-separated words."""
-    return View(tuple(command.split()))
+_ROUGH_SEPARATORS = re.compile(r"[;&|()`\n]+")
+
+
+def _unparsed_views(command: str) -> list[View]:
+    """Best-effort views of a line that could not be split: the whole line's words, and the
+    words of each piece between operator characters (`x ; rm -rf ~` is also seen as `rm -rf ~`)."""
+    pieces = [tuple(piece.split()) for piece in _ROUGH_SEPARATORS.split(command)]
+    return [View(tuple(command.split())), *(View(words) for words in pieces if words)]
 
 
 class Policy:
@@ -119,10 +124,12 @@ class Policy:
         return Context(self.workdir, start, self.home, command, functions)
 
     def _decide_unparsed(self, command: str, error: ShellSyntaxError) -> Verdict:
-        view, context = _unparsed_view(command), self._context(command, None)
-        part = SimpleCommand(view.words, command)
+        context = self._context(command, None)
+        rough = _unparsed_views(command)
         for rule in self.rules:
-            if rule.action == "deny" and _matcher(rule.pattern)(part, view, context):
+            match = _matcher(rule.pattern)
+            if rule.action == "deny" and any(
+                    match(SimpleCommand(view.words, command), view, context) for view in rough):
                 return _decision(rule, command)
         why = "too complex to check" if isinstance(error, TooComplexError) else "could not parse"
         return Verdict("ask", None, f"{why}: {error}", command)

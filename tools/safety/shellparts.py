@@ -93,3 +93,6 @@ class Stage:
     # What stdin is: here-string text, a here-document, a file, or `< <(…)`.
     stdin: str | HereDoc | Sub | FileInput | None = None
     last_sub: Sub | None = None
+    # True while every word so far is a keyword (`!`, `if`, `for`…): a `((` here is arithmetic.
+    leading_keywords: bool = True
+    case_at: int = -1  # where `case` is among the words, when it starts this command

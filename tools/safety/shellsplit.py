@@ -37,6 +37,11 @@ __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "
 _KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
                        "until", "esac", "time", "coproc"})
 _HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
+#: Variables whose value bash runs as code or sources (`PS4='$(…)'` with `set -x`).
+_CODE_VARIABLES = re.compile(r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV)\+?=")
+_ESAC = re.compile(r"esac(?=[ \t\n;&|)]|$)")
+#: Options that change how bash reads the lines after them.
+_PARSE_OPTIONS = frozenset({"expand_aliases", "extglob"})
 _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", "<>", "<&", ">>", ">|", ">&", "&>", "<", ">")
 _EMPTY_PARENS = re.compile(r"\([ \t]*\)")
 #: Scripts inside scripts (`bash -c`, `eval`, fed code) beyond which the innermost code is not
@@ -74,7 +79,8 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
     for found in parts:
         part = run_by(found, executed_by)
         out.append(part)
-        scripts = [s for v in part.views if (s := inline_script(v.words)) is not None]
+        scripts = [s for v in part.views
+                   if (s := inline_script(v.words) or _trap_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
         # Each view of a stage can name the same script (15 `-exec sh` read one here-document):
         # parsed once per view, nested scripts would cost views ** depth.
@@ -90,17 +96,20 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
 class _Parser(WordReader):
     """One pass over the text; `$( )` and `<( )` recurse on the same text."""
 
-    def __init__(self, text: str, nesting: int = 0) -> None:
+    def __init__(self, text: str, nesting: int = 0, in_substitution: bool = False) -> None:
         self.text = text
         self.pos = 0
         self.nesting = nesting
+        self.in_substitution = in_substitution
+        self.open_cases = 0  # `case … in` not yet closed by `esac`
+        self.expect_pattern = False  # a case pattern comes next (after `in` or `;;`)
         self.heredocs: list[HereDoc] = []
         self.functions: set[str] = set()
         # Re-scans (arithmetic and `$[` look-ahead) may not cost more than a few passes.
         self.scan_budget = 8 * len(text) + 4096
 
     def _subparser(self, text: str, nesting: int) -> _Parser:
-        return _Parser(text, nesting)
+        return _Parser(text, nesting, in_substitution=True)
 
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
@@ -109,7 +118,11 @@ class _Parser(WordReader):
         depth, text = 0, self.text
         while self.pos < len(text):
             char = text[self.pos]
-            if char in " \t\n":
+            if self.expect_pattern and char not in " \t\n#":
+                self._end_word(stage)
+                stage = self._end_stage(stage, pipeline, out, piped=False)
+                self._read_case_pattern(stage)
+            elif char in " \t\n":
                 self._end_word(stage)
                 self.pos += 1
                 if char == "\n":
@@ -159,7 +172,7 @@ class _Parser(WordReader):
         """`(( … ))` where a command may start (`for ((…))` too): read it as arithmetic."""
         if not self.text.startswith("((", self.pos) or stage.in_word:
             return False
-        if not all(w in _KEYWORDS or w == "for" for w in stage.words):
+        if not stage.leading_keywords:
             return False
         end = self._arithmetic_end(self.pos + 2)
         if end is None:
@@ -173,6 +186,7 @@ class _Parser(WordReader):
         op = next(op for op in (";;&", ";;", ";&", "&&", "||", "|&", "|", ";", "&")
                   if self.text.startswith(op, self.pos))
         self.pos += len(op)
+        self.expect_pattern = self.open_cases > 0 and op in (";;&", ";;", ";&")
         return op in ("|", "|&")
 
     def _read_redirect(self, stage: _Stage) -> None:
@@ -191,15 +205,23 @@ class _Parser(WordReader):
         found: list[SimpleCommand] = []
         for doc in self.heredocs:
             start = body_end = self.pos
+            ended = False
             while self.pos < len(self.text):
                 end = self.text.find("\n", self.pos)
                 end = len(self.text) if end < 0 else end
                 line = self.text[self.pos : end]
                 line_start, self.pos = self.pos, min(end + 1, len(self.text))
-                if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
-                    body_end = line_start
+                line = line.lstrip("\t") if doc.strip_tabs else line
+                if line == doc.delimiter:
+                    body_end, ended = line_start, True
                     break
+                if self.in_substitution and line.startswith(doc.delimiter):
+                    # Bash ends a body at `EOF)` inside `$(…)`; where exactly is not followed.
+                    raise TooComplexError("here-document inside a command substitution whose "
+                                          "end is not a line of its own")
                 body_end = self.pos
+            if self.in_substitution and not ended:
+                raise TooComplexError("here-document inside a command substitution with no end")
             doc.text = self.text[start:body_end]
             if not doc.quoted:
                 body, scratch = _Parser(doc.text, self.nesting), _Stage(0, 0)
@@ -228,11 +250,54 @@ class _Parser(WordReader):
                 sub = stage.last_sub
                 stage.stdin = sub if sub is not None and sub.raw == word else _FILE
         else:
+            self._check_word(stage, word)
             stage.words.append(word)
         stage.chars.clear()
         stage.in_word = stage.quoted = False
         stage.last_sub = None
         stage.end = self.pos
+
+    def _read_case_pattern(self, stage: _Stage) -> None:
+        """`(a|b)` or `a|b)` before a case's commands: words to match, not commands; the
+        substitutions in them run. `esac` instead ends the case (read as a keyword)."""
+        self.expect_pattern = False
+        if _ESAC.match(self.text, self.pos):
+            self.open_cases = max(self.open_cases - 1, 0)
+            return
+        self.pos += self.text.startswith("(", self.pos)
+        scratch = _Stage(self.pos, self.pos)
+        while self.pos < len(self.text):
+            char = self.text[self.pos]
+            if char == ")":
+                self.pos += 1
+                stage.subs.extend(scratch.subs)
+                return
+            if char in " \t|":
+                self.pos += 1
+            elif char in "\n;&<>(":
+                raise TooComplexError("a case pattern this reader does not follow")
+            else:
+                self._read_word_piece(scratch, in_double_quotes=False)
+        raise ShellSyntaxError("unterminated case pattern")
+
+    def _check_word(self, stage: _Stage, word: str) -> None:
+        """Refuse what this reader does not follow; note whether a command may start next."""
+        if _CODE_VARIABLES.match(word):
+            raise TooComplexError(f"sets {word.partition('=')[0]}, whose value bash runs as code")
+        if word in _PARSE_OPTIONS and stage.words[:1] == ["shopt"]:
+            raise TooComplexError(f"shopt {word} changes how bash reads the rest of the line")
+        if stage.leading_keywords and word == "case":
+            if self.in_substitution:
+                raise TooComplexError("case inside a command substitution")
+            stage.case_at = len(stage.words)
+        elif word == "in" and stage.case_at >= 0 and len(stage.words) == stage.case_at + 2:
+            self.open_cases += 1
+            self.expect_pattern = True
+        elif word == "esac" and stage.leading_keywords:
+            self.open_cases = max(self.open_cases - 1, 0)
+        # `for x do …` and `for ((…)) do …`: a command starts after `do`.
+        stage.leading_keywords = word == "do" or (
+            stage.leading_keywords and (word in _KEYWORDS or word == "for"))
 
     def _end_stage(
         self, stage: _Stage, pipeline: list[_Stage], out: list[SimpleCommand], piped: bool
@@ -280,9 +345,11 @@ def _command_words(words: list[str], functions: set[str]) -> list[str]:
     index, after_time = 0, False
     while index < len(words):
         word = words[index]
-        if word in _HEADERS:
+        if word in ("for", "select") and "do" in words[index + 1 : index + 3]:
+            index = words.index("do", index + 1) + 1  # `for x do cmd`, `for ((…)) do cmd`
+        elif word in _HEADERS:
             return []
-        if word == "function":
+        elif word == "function":
             functions.update(words[index + 1 : index + 2])
             index += 2
         elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
@@ -295,3 +362,13 @@ def _command_words(words: list[str], functions: set[str]) -> list[str]:
     rest = words[index:]
     return [program_name(rest[0]), *rest[1:]] if rest else []
 
+
+
+def _trap_script(words: tuple[str, ...]) -> str | None:
+    """The code `trap CODE SIGNAL…` runs later (a lone operand, or `-`, resets a signal)."""
+    if words[:1] != ("trap",):
+        return None
+    operands = list(words[2:] if words[1:2] == ("--",) else words[1:])
+    if len(operands) < 2 or operands[0] in ("-", "-l", "-p"):
+        return None
+    return operands[0]

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 
 from bashgraph.tools.safety.shellerrors import ShellSyntaxError, TooComplexError
-from bashgraph.tools.safety.shellparts import SimpleCommand
+from bashgraph.tools.safety.shellparts import HereDoc, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
 from bashgraph.tools.safety.shellparts import Sub as _Sub
 
@@ -30,7 +30,7 @@ _PLAIN_QUOTED = re.compile(r"[^\"\\`$]+")
 _ANSI_C_BODY = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL)
 _BACKTICK_BODY = re.compile(r"[^`\\]*(?:\\.[^`\\]*)*", re.DOTALL)
 _BACKTICK_ESCAPE = re.compile(r"\\([`\\$])")
-_BRACED_STOP = re.compile(r"[{}$`\\]")
+_BRACED_STOP = re.compile(r"[{}$`\\'\"]")
 _ARITH_STOP = re.compile(r"[\\'\"()]")
 _BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
 _DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -44,6 +44,8 @@ class WordReader(ABC):
     nesting: int
     functions: set[str]
     scan_budget: int
+    heredocs: list[HereDoc]
+    in_substitution: bool
 
     @abstractmethod
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
@@ -210,7 +212,16 @@ class WordReader(ABC):
         start = self.pos
         self.pos += 2
         self.nesting += 1
+        # Here-documents started inside are read inside; bash may read an outer one's body
+        # after a line break in here, which this reader does not follow.
+        outer, self.heredocs = self.heredocs, []
+        inside, self.in_substitution = self.in_substitution, True
         parts = self.parse_list(closing=True)
+        if self.heredocs:
+            raise TooComplexError("here-document inside a command substitution with no line break")
+        if outer and "\n" in self.text[start : self.pos]:
+            raise TooComplexError("line break inside a command substitution before a here-document")
+        self.heredocs, self.in_substitution = outer, inside
         self.nesting -= 1
         sub = _Sub(self.text[start : self.pos], parts)
         stage.subs.append(sub)
@@ -227,10 +238,15 @@ class WordReader(ABC):
         while (match := _BRACED_STOP.search(self.text, self.pos)) is not None:
             self.pos = match.start()
             char = self.text[self.pos]
+            if char in "'\"":
+                # Bash's rules for quotes in `${…}` change with the operator and the context.
+                raise TooComplexError("quotes inside ${…}")
             if char in "{}":
                 depth += 1 if char == "{" else -1
                 self.pos += 1
                 if depth == 0:
+                    if self.text.startswith("@P}", self.pos - 3):
+                        raise TooComplexError("${…@P} runs the substitutions in a variable's value")
                     stage.chars.append(self.text[start : self.pos])
                     self.nesting -= 1
                     return
