@@ -20,7 +20,7 @@ from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
-from bashgraph.graph.checks import Checker, denial_of
+from bashgraph.graph.checks import Checker, checks_are_cheap, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
@@ -103,7 +103,12 @@ class LoopNodes:
         if limit:
             update = fresh | limit
         else:
-            update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+            reply = await self.model.ainvoke(self._prompt(state), config)
+            after = functools.partial(self._after_reply, state, reply)
+            # The policy's checks are linear but not free (a 100 KB line: ~0.1-0.4 s): off the
+            # event loop when they may take over a millisecond, so no other run waits on them.
+            cheap = self.checker is None or checks_are_cheap(getattr(reply, "tool_calls", None))
+            update = fresh | (after() if cheap else await in_thread(asyncio.get_running_loop(), after))
         return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
@@ -148,7 +153,8 @@ class LoopNodes:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
-        denied = self._denied_by_changed_rules(state, calls)
+        check = functools.partial(self._denied_by_changed_rules, state, calls)
+        denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
         results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit, denied) for call in calls))
         return self._batch_update(state, calls, list(results), ctx, cwd)
 
