@@ -29,7 +29,14 @@ from bashgraph.tools.safety.shellparts import FILE as _FILE
 from bashgraph.tools.safety.shellparts import HereDoc, Line, Redirect, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
 from bashgraph.tools.safety.shellwords import WordReader
-from bashgraph.tools.safety.wrappers import ASSIGNMENT, inline_script, program_name, runs_stdin_as_code, views
+from bashgraph.tools.safety.wrappers import (
+    ASSIGNMENT,
+    View,
+    inline_script,
+    program_name,
+    runs_stdin_as_code,
+    views,
+)
 
 __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "TooComplexError",
            "parse_line", "split_command"]
@@ -39,6 +46,10 @@ _KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", 
 _HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
 #: Variables whose value bash runs as code or sources (`PS4='$(…)'` with `set -x`).
 _CODE_VARIABLES = re.compile(r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV)\+?=")
+#: Where bash evaluates a variable's text as code: arithmetic and array subscripts, `[ -v`,
+#: `[[ ]]`, `${!x}`, and builtins that take a variable name or evaluate their operands.
+_EVALUATES = re.compile(r"\[|\(\(|\$\{!|\b(?:let|declare|typeset|local|readonly|read|unset|"
+                        r"printf|mapfile|readarray|getopts|wait|complete|bind|test)\b")
 _ESAC = re.compile(r"esac(?=[ \t\n;&|)]|$)")
 #: Options that change how bash reads the lines after them.
 _PARSE_OPTIONS = frozenset({"expand_aliases", "extglob"})
@@ -59,25 +70,40 @@ def split_command(command: str) -> list[SimpleCommand]:
     return list(parse_line(command).parts)
 
 
+@dataclasses.dataclass
+class _Found:
+    """What the scripts of one line hold, across the scripts they hand to shells."""
+
+    functions: set[str] = dataclasses.field(default_factory=set)
+    quoted_code: bool = False  # quoted text that reads like a substitution
+    evaluates: bool = False  # a construct that evaluates a variable's text as code
+
+
 def parse_line(command: str) -> Line:
     """`split_command`, plus the functions the line defines (`f() { … }`, `function f`)."""
-    functions: set[str] = set()
+    found = _Found()
     try:
-        parts = _parse_script(command, 0, (), functions)
+        parts = _parse_script(command, 0, (), found)
     except RecursionError:
         raise TooComplexError("substitutions nested too deeply") from None
-    return Line(tuple(parts), frozenset(functions))
+    if found.quoted_code and found.evaluates:
+        raise TooComplexError("quoted text that reads like code ($(…), ${…}, backticks) in a "
+                              "line that may evaluate it (arithmetic, [ ], [[ ]], declare, "
+                              "let, read, printf -v…)")
+    return Line(tuple(parts), frozenset(found.functions))
 
 
 def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
-                  functions: set[str]) -> list[SimpleCommand]:
+                  found: _Found) -> list[SimpleCommand]:
     """The parts of `text`, each followed by the parts of the code it hands to a shell."""
     parser = _Parser(text)
     parts = parser.parse_list(closing=False)
-    functions |= parser.functions
+    found.functions |= parser.functions
+    found.quoted_code |= parser.quoted_code
+    found.evaluates = found.evaluates or _EVALUATES.search(text) is not None
     out: list[SimpleCommand] = []
-    for found in parts:
-        part = run_by(found, executed_by)
+    for each in parts:
+        part = run_by(each, executed_by)
         out.append(part)
         scripts = [s for v in part.views
                    if (s := inline_script(v.words) or _trap_script(v.words)) is not None]
@@ -89,7 +115,7 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
                 reason = f"scripts nested more than {MAX_SCRIPT_DEPTH} deep are not read"
                 out.append(dataclasses.replace(part, hidden_code=reason, code=()))
                 break
-            out.extend(_parse_script(script, depth + 1, part.executed_by, functions))
+            out.extend(_parse_script(script, depth + 1, part.executed_by, found))
     return out
 
 
@@ -101,6 +127,7 @@ class _Parser(WordReader):
         self.pos = 0
         self.nesting = nesting
         self.in_substitution = in_substitution
+        self.quoted_code = False
         self.open_cases = 0  # `case … in` not yet closed by `esac`
         self.expect_pattern = False  # a case pattern comes next (after `in` or `;;`)
         self.heredocs: list[HereDoc] = []
@@ -223,10 +250,13 @@ class _Parser(WordReader):
             if self.in_substitution and not ended:
                 raise TooComplexError("here-document inside a command substitution with no end")
             doc.text = self.text[start:body_end]
-            if not doc.quoted:
+            if doc.quoted:
+                self._note_code_text(doc.text)
+            else:
                 body, scratch = _Parser(doc.text, self.nesting), _Stage(0, 0)
                 body._read_double_quoted(scratch, until_end=True)
                 self.functions |= body.functions
+                self.quoted_code |= body.quoted_code
                 found.extend(part for sub in scratch.subs for part in sub.parts)
         self.heredocs.clear()
         return found
@@ -314,6 +344,8 @@ class _Parser(WordReader):
     def _close_pipeline(self, stages: list[_Stage]) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
         stage_views = [views(tuple(stage.words)) for stage in stages]
+        for each in stage_views:
+            _refuse_variable_programs(each)
         # The nearest later stage that runs its stdin as code, found from the end (one pass).
         runner, later_runner = "", [""] * len(stages)
         for index in range(len(stages) - 1, -1, -1):
@@ -372,3 +404,14 @@ def _trap_script(words: tuple[str, ...]) -> str | None:
     if len(operands) < 2 or operands[0] in ("-", "-l", "-p"):
         return None
     return operands[0]
+
+
+def _refuse_variable_programs(stage_views: list[View]) -> None:
+    """A program named by a variable (`$x`, `${c}m`, `sudo $CMD`) could be anything: refused.
+    One named by a substitution's output (`$(printf rm)` first) is `hidden_code` instead."""
+    for index, view in enumerate(stage_views):
+        name = view.words[0]
+        if index == 0 and name.startswith(("$(", "`")):
+            continue
+        if "$" in name or "`" in name:
+            raise TooComplexError(f"the program's name comes from a variable or a command ({name})")

@@ -33,6 +33,8 @@ _BACKTICK_ESCAPE = re.compile(r"\\([`\\$])")
 _BRACED_STOP = re.compile(r"[{}$`\\'\"]")
 _ARITH_STOP = re.compile(r"[\\'\"()]")
 _BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
+#: Text that bash would run if it evaluated it: a substitution or a parameter expansion.
+CODE_TEXT = re.compile(r"\$[({\[]|`")
 _DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
@@ -46,6 +48,7 @@ class WordReader(ABC):
     scan_budget: int
     heredocs: list[HereDoc]
     in_substitution: bool
+    quoted_code: bool
 
     @abstractmethod
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
@@ -54,6 +57,12 @@ class WordReader(ABC):
     @abstractmethod
     def _subparser(self, text: str, nesting: int) -> WordReader:
         """A parser for other text (a backtick body with its escapes removed)."""
+
+    def _note_code_text(self, literal: str) -> None:
+        """Quoted or escaped text that reads like a substitution (`'a[$(cmd)]'`): data, unless
+        bash evaluates it later (an array subscript in arithmetic, `declare`, `printf -v`…)."""
+        if not self.quoted_code and CODE_TEXT.search(literal) is not None:
+            self.quoted_code = True
 
     def _nest(self) -> None:
         if self.nesting >= MAX_NESTING:
@@ -125,6 +134,7 @@ class WordReader(ABC):
             if end < 0:
                 raise ShellSyntaxError("unterminated single quote")
             stage.chars.append(text[self.pos + 1 : end])
+            self._note_code_text(stage.chars[-1])
             stage.quoted, self.pos = True, end + 1
         elif char == '"' and not in_double_quotes:
             stage.quoted = True
@@ -135,6 +145,7 @@ class WordReader(ABC):
             if nxt != "\n":  # backslash-newline joins lines
                 keep = not in_double_quotes or nxt in '"\\$`'
                 stage.chars.append(nxt if keep else "\\" + nxt)
+                self._note_code_text(text[self.pos + 1 : self.pos + 3])  # `\$(`, `\``
             self.pos += 2
         elif char == "`":
             self._read_backticks(stage)
@@ -167,6 +178,7 @@ class WordReader(ABC):
         elif nxt == "'" and not in_double_quotes:
             end = self._find_ansi_c_end(self.pos + 2)
             stage.chars.append(decode_ansi_c(self.text[self.pos + 2 : end]))
+            self._note_code_text(stage.chars[-1])
             stage.quoted, self.pos = True, end + 1
         elif nxt == '"' and not in_double_quotes:
             self.pos += 1  # $"…" is a translated double-quoted string
@@ -266,6 +278,7 @@ class WordReader(ABC):
         inner = self._subparser(_BACKTICK_ESCAPE.sub(r"\1", text[self.pos + 1 : end]), self.nesting + 1)
         sub = _Sub(text[self.pos : end + 1], inner.parse_list(closing=False))
         self.functions |= inner.functions
+        self.quoted_code |= inner.quoted_code
         stage.subs.append(sub)
         stage.chars.append(sub.raw)
         self.pos = end + 1

@@ -41,6 +41,17 @@ HIDDEN_BEFORE = {
     "aliases-on": ("shopt -s expand_aliases\nalias ls='rm -rf ~'\nls", "expand_aliases"),
     "extglob-on": ("shopt -s extglob\necho $(echo @(a|b)); rm -rf ~)", "extglob"),
     "trap-code": ("trap 'rm -rf ~' EXIT", "delete outside"),
+    "variable-program": ("c=rm; $c -rf ~", "the program's name comes from a variable"),
+    "braced-variable-program": ("c=r; ${c}m -rf ~", "the program's name comes from a variable"),
+    "wrapped-variable-program": ("nice $CMD -rf ~", "the program's name comes from a variable"),
+    "array-program": ("a=(rm -rf ~); \"${a[@]}\"", "the program's name comes from a variable"),
+    "subscript-in-arithmetic": ("x='a[$(rm -rf ~)]'; echo $((x))", "quoted text that reads like code"),
+    "subscript-in-declare": ("x='a[$(rm -rf ~)]'; declare -i y=x", "quoted text that reads like code"),
+    "subscript-in-test": ("x='a[$(rm -rf ~)]'; [[ -v $x ]]", "quoted text that reads like code"),
+    "subscript-in-printf": ("printf -v 'a[$(rm -rf ~)]' %s 1", "quoted text that reads like code"),
+    "escaped-subscript": ('x="a[\\$(rm -rf ~)]"; let x', "quoted text that reads like code"),
+    "heredoc-subscript": ("read x <<'E'\na[$(rm -rf ~)]\nE\necho $((x))", "quoted text"),
+    "subscript-in-inner-shell": ("export x='a[$(rm -rf ~)]'; bash -c 'echo $((x))'", "quoted text"),
 }
 
 
