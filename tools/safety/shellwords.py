@@ -34,7 +34,7 @@ _BRACED_STOP = re.compile(r"[{}$`\\'\"]")
 _ARITH_STOP = re.compile(r"[\\'\"()]")
 _BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
 #: Text that bash would run if it evaluated it: a substitution or a parameter expansion.
-CODE_TEXT = re.compile(r"\$[({\[]|`")
+CODE_TEXT = re.compile(r"\$[({\[]|`|\\(?:x24|x60|0?44|0?140|u0024|u0060)")  # `\x24(` is `$(`
 _DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 

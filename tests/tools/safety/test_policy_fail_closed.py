@@ -51,6 +51,17 @@ HIDDEN_BEFORE = {
     "subscript-in-printf": ("printf -v 'a[$(rm -rf ~)]' %s 1", "quoted text that reads like code"),
     "escaped-subscript": ('x="a[\\$(rm -rf ~)]"; let x', "quoted text that reads like code"),
     "heredoc-subscript": ("read x <<'E'\na[$(rm -rf ~)]\nE\necho $((x))", "quoted text"),
+    "glob-program": ("/???/r? -rf ~", "a pattern bash expands"),
+    "wrapped-glob-program": ("nice /usr/bin/r[m] -rf ~", "a pattern bash expands"),
+    "process-substitution-program": ("<(echo) -rf ~", "the program's name comes from"),
+    "named-descriptor": ("{fd}>/dev/null rm -rf ~", "delete outside"),
+    "heredoc-delimiter-continued": ("cat <<EOF\nE\\\nOF\nrm -rf ~\nEOF", "line continuation"),
+    "heredoc-delimiter-joined-away": ("cat <<EOF\nx \\\nEOF\n'\nEOF\nrm -rf ~\n'", "line continuation"),
+    "mapfile-callback": ("mapfile -C 'rm -rf ~' -c 1 <<<x", "delete outside"),
+    "hash-path": ("hash -p /usr/bin/rm ls; ls -rf ~", "hash -p"),
+    "bash-options-variable": ("BASHOPTS=expand_aliases bash -c 'alias x=rm\nx -rf ~'", "BASHOPTS"),
+    "shopt-through-builtin": ("builtin shopt -s expand_aliases", "expand_aliases"),
+    "escaped-dollar-in-printf": ("x=$(printf 'a[\\x24(rm -rf ~)]'); echo $((x))", "quoted text"),
     "subscript-in-inner-shell": ("export x='a[$(rm -rf ~)]'; bash -c 'echo $((x))'", "quoted text"),
 }
 
