@@ -25,13 +25,18 @@ import re
 
 from bashgraph.tools.safety.shellcode import code_read_by, run_by, runs_arguments
 from bashgraph.tools.safety.shellerrors import ShellSyntaxError, TooComplexError
+from bashgraph.tools.safety.shellgate import (
+    deferred_script,
+    evaluates_text,
+    refuse_unknown_programs,
+    refuse_word,
+)
 from bashgraph.tools.safety.shellparts import FILE as _FILE
 from bashgraph.tools.safety.shellparts import HereDoc, Line, Redirect, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
 from bashgraph.tools.safety.shellwords import WordReader
 from bashgraph.tools.safety.wrappers import (
     ASSIGNMENT,
-    View,
     inline_script,
     program_name,
     runs_stdin_as_code,
@@ -44,18 +49,9 @@ __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "
 _KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
                        "until", "esac", "time", "coproc"})
 _HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
-#: Variables whose value bash runs as code or sources (`PS4='$(…)'` with `set -x`).
-_CODE_VARIABLES = re.compile(r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|BASHOPTS|SHELLOPTS)\+?=")
-#: Where bash evaluates a variable's text as code: arithmetic and array subscripts, `[ -v`,
-#: `[[ ]]`, `${!x}`, and builtins that take a variable name or evaluate their operands.
-_EVALUATES = re.compile(r"\[|\(\(|\$\{!|\b(?:let|declare|typeset|local|readonly|read|unset|"
-                        r"printf|mapfile|readarray|getopts|wait|complete|bind|test)\b")
-_GLOB = re.compile(r"[*?]|\[.*\]")
 #: `{name}>file`: bash stores the new descriptor's number in `name`; the word is no argument.
 _NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _ESAC = re.compile(r"esac(?=[ \t\n;&|)]|$)")
-#: Options that change how bash reads the lines after them.
-_PARSE_OPTIONS = frozenset({"expand_aliases", "extglob"})
 _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", "<>", "<&", ">>", ">|", ">&", "&>", "<", ">")
 _EMPTY_PARENS = re.compile(r"\([ \t]*\)")
 #: Scripts inside scripts (`bash -c`, `eval`, fed code) beyond which the innermost code is not
@@ -103,13 +99,13 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
     parts = parser.parse_list(closing=False)
     found.functions |= parser.functions
     found.quoted_code |= parser.quoted_code
-    found.evaluates = found.evaluates or _EVALUATES.search(text) is not None
+    found.evaluates = found.evaluates or evaluates_text(text)
     out: list[SimpleCommand] = []
     for each in parts:
         part = run_by(each, executed_by)
         out.append(part)
         scripts = [s for v in part.views
-                   if (s := inline_script(v.words) or _deferred_script(v.words)) is not None]
+                   if (s := inline_script(v.words) or deferred_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
         # Each view of a stage can name the same script (15 `-exec sh` read one here-document):
         # parsed once per view, nested scripts would cost views ** depth.
@@ -319,12 +315,7 @@ class _Parser(WordReader):
 
     def _check_word(self, stage: _Stage, word: str) -> None:
         """Refuse what this reader does not follow; note whether a command may start next."""
-        if _CODE_VARIABLES.match(word):
-            raise TooComplexError(f"sets {word.partition('=')[0]}, a variable bash takes code or options from")
-        if word in _PARSE_OPTIONS and "shopt" in stage.words:
-            raise TooComplexError(f"shopt {word} changes how bash reads the rest of the line")
-        if "hash" in stage.words[:2] and word.startswith("-") and "p" in word:
-            raise TooComplexError("hash -p makes a program's name run another program")
+        refuse_word(stage.words, word)
         if stage.leading_keywords and word == "case":
             if self.in_substitution:
                 raise TooComplexError("case inside a command substitution")
@@ -354,7 +345,7 @@ class _Parser(WordReader):
         out: list[SimpleCommand] = []
         stage_views = [views(tuple(stage.words)) for stage in stages]
         for each in stage_views:
-            _refuse_unknown_programs(each)
+            refuse_unknown_programs(each)
         # The nearest later stage that runs its stdin as code, found from the end (one pass).
         runner, later_runner = "", [""] * len(stages)
         for index in range(len(stages) - 1, -1, -1):
@@ -402,42 +393,3 @@ def _command_words(words: list[str], functions: set[str]) -> list[str]:
             break
     rest = words[index:]
     return [program_name(rest[0]), *rest[1:]] if rest else []
-
-
-
-def _deferred_script(words: tuple[str, ...]) -> str | None:
-    """The code `trap CODE SIGNAL…` runs later (a lone operand, or `-`, resets a signal), or the
-    callback of `mapfile -C CODE` / `readarray -C CODE`."""
-    if words[:1] in (("mapfile",), ("readarray",)):
-        return _callback(words)
-    if words[:1] != ("trap",):
-        return None
-    operands = list(words[2:] if words[1:2] == ("--",) else words[1:])
-    if len(operands) < 2 or operands[0] in ("-", "-l", "-p"):
-        return None
-    return operands[0]
-
-
-def _refuse_unknown_programs(stage_views: list[View]) -> None:
-    """A program named by a variable (`$x`, `${c}m`, `sudo $CMD`), a pattern (`/???/r?`) or a
-    process substitution could be anything: refused. One named by a command substitution's
-    output (`$(printf rm)` first) is `hidden_code` instead."""
-    for index, view in enumerate(stage_views):
-        name = view.words[0]
-        if index == 0 and name.startswith(("$(", "`")):
-            continue
-        if "$" in name or "`" in name or name.startswith(("<(", ">(")):
-            raise TooComplexError(f"the program's name comes from a variable or a command ({name})")
-        if name not in ("[", "[[") and _GLOB.search(name) is not None:
-            raise TooComplexError(f"the program's name is a pattern bash expands ({name})")
-
-
-def _callback(words: tuple[str, ...]) -> str | None:
-    """The value of `-C` in `mapfile`'s options (`-C CODE`, `-CCODE`, bundled `-tC CODE`)."""
-    for index, word in enumerate(words[1:], start=1):
-        if word == "--" or not word.startswith("-"):
-            return None
-        if "C" in word:
-            value = word[word.index("C") + 1 :]
-            return value or (words[index + 1] if index + 1 < len(words) else None)
-    return None
