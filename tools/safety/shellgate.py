@@ -49,7 +49,11 @@ def deferred_script(words: tuple[str, ...]) -> str | None:
     """The code `trap CODE SIGNAL…` runs later (a lone operand, or `-`, resets a signal), or the
     callback of `mapfile -C CODE` / `readarray -C CODE`."""
     if words[:1] in (("mapfile",), ("readarray",)):
-        return _callback(words)
+        code = _callback(words)
+        if code is not None and "\n" in code:
+            # Bash appends the index and the line to the code's last line before it runs it.
+            raise TooComplexError("a mapfile callback of several lines")
+        return None if code is None else f"{code} 0 line"
     if words[:1] != ("trap",):
         return None
     operands = list(words[2:] if words[1:2] == ("--",) else words[1:])

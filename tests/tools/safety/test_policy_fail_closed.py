@@ -58,6 +58,7 @@ HIDDEN_BEFORE = {
     "heredoc-delimiter-continued": ("cat <<EOF\nE\\\nOF\nrm -rf ~\nEOF", "line continuation"),
     "heredoc-delimiter-joined-away": ("cat <<EOF\nx \\\nEOF\n'\nEOF\nrm -rf ~\n'", "line continuation"),
     "mapfile-callback": ("mapfile -C 'rm -rf ~' -c 1 <<<x", "delete outside"),
+    "mapfile-callback-lines": ("mapfile -C $'bash <<E\\nrm -rf ~\\nE' -c 1 <<<x", "several lines"),
     "hash-path": ("hash -p /usr/bin/rm ls; ls -rf ~", "hash -p"),
     "bash-options-variable": ("BASHOPTS=expand_aliases bash -c 'alias x=rm\nx -rf ~'", "BASHOPTS"),
     "shopt-through-builtin": ("builtin shopt -s expand_aliases", "expand_aliases"),
