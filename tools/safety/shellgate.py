@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from bashgraph.tools.safety.shellerrors import TooComplexError
-from bashgraph.tools.safety.wrappers import View
+from bashgraph.tools.safety.wrappers import SHELLS, View
 
 #: Variables whose value bash runs as code or reads options from (`PS4='$(…)'` with `set -x`,
 #: `BASHOPTS=expand_aliases bash -c …`).
@@ -26,6 +26,11 @@ _PARSE_OPTIONS = frozenset({"expand_aliases", "extglob"})
 _EVALUATES = re.compile(r"\[|\(\(|\$\{!|\b(?:let|declare|typeset|local|readonly|read|unset|"
                         r"printf|mapfile|readarray|getopts|wait|complete|bind|test)\b")
 _GLOB = re.compile(r"[*?]|\[.*\]")
+#: Shells that read a script the way POSIX sh does (Debian's sh is dash).
+_POSIX_SHELLS = frozenset({"sh", "dash", "ash"})
+#: Where bash and a POSIX sh split a script differently: dash runs `id &>f rm x` as `id &` and
+#: `>f rm x`, `((cmd))` as two subshells, and `$'…'` as `$` and a quoted string.
+_BASH_ONLY = re.compile(r"&>|\|&|(?<!\$)\(\(|\$'|\$\"|<<<|;;&|;&|\b(?:function|select|coproc)\b")
 
 
 def refuse_word(words: list[str], word: str) -> None:
@@ -37,6 +42,20 @@ def refuse_word(words: list[str], word: str) -> None:
         raise TooComplexError(f"shopt {word} changes how bash reads the rest of the line")
     if "hash" in words[:2] and word.startswith("-") and "p" in word:
         raise TooComplexError("hash -p makes a program's name run another program")
+
+
+def refuse_other_shells(views: tuple[View, ...], script: str) -> None:
+    """Refuse a script that a shell other than bash may read differently from this reader."""
+    for view in views:
+        name = view.words[0]
+        if name == "bash" or SHELLS.fullmatch(name) is None:
+            continue
+        if name not in _POSIX_SHELLS:
+            raise TooComplexError(f"a script for {name}, which reads it otherwise than bash")
+        bash_only = _BASH_ONLY.search(script)
+        if bash_only is not None:
+            raise TooComplexError(f"bash syntax ({bash_only.group()}) in a script for {name}, "
+                                  "which reads it otherwise")
 
 
 def evaluates_text(script: str) -> bool:

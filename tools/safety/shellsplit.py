@@ -8,8 +8,10 @@ shell parses again: the scripts given to `bash -c`/`sh -c` and `eval`, and a pro
 from a here-document, a here-string, `echo …|` or `<(echo …)`. Quotes and escapes are removed from
 words (`r''m`, `\\rm` and `$'\\x72m'` all read `rm`); variables stay as written (`$HOME`).
 
-It errs towards finding too much: a case pattern's `)` or an array's `(` split words that bash
-would keep together. That can only add parts for the rules to look at, never hide one. Code the
+It errs towards finding too much: an array's `(` or a `[[ =~ (a|b) ]]` splits words that bash
+keeps together, which can only add parts for the rules to look at. What it cannot follow with
+certainty it refuses as too complex (`shellgate`; the differential oracle against real bash,
+tests/tools/safety/test_policy_oracle.py, is the judge). Code the
 rules cannot read (a shell reading a program from another command's output, `python3 -` reading
 a here-document) is marked on its reader as `hidden_code`.
 
@@ -28,6 +30,7 @@ from bashgraph.tools.safety.shellerrors import ShellSyntaxError, TooComplexError
 from bashgraph.tools.safety.shellgate import (
     deferred_script,
     evaluates_text,
+    refuse_other_shells,
     refuse_unknown_programs,
     refuse_word,
 )
@@ -107,6 +110,8 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
         scripts = [s for v in part.views
                    if (s := inline_script(v.words) or deferred_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
+        for script in scripts:
+            refuse_other_shells(part.views, script)
         # Each view of a stage can name the same script (15 `-exec sh` read one here-document):
         # parsed once per view, nested scripts would cost views ** depth.
         for script in dict.fromkeys(scripts):
