@@ -103,6 +103,14 @@ def _compound(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         inner.map(lambda c: f"cat <<'EOF' | bash\n{c}\nEOF"),
         inner.map(lambda c: f"bash <<< {shlex.quote(c)}"),
         inner.map(lambda c: f"source <(echo {shlex.quote(c)})"),
+        st.sampled_from(PROGRAMS).map(lambda p: f"{p[0]}\\\n{p[1:]}"),
+        st.sampled_from(PROGRAMS).map(lambda p: f"/usr/bin/{p[0]}?{p[2:]} 2>/dev/null; {{fd}}>/dev/null {p}"),
+        st.builds(lambda c, d: f"cat <<EOF\n{c} \\\nEOF\n{d}\nEOF", inner, inner),
+        st.builds(lambda c, d: f"x=$(cat <<'E'\n{c}\nE\n); {d}", inner, inner),
+        st.builds(lambda c, d: f"cat <<A <<B\n{c}\nA\n{d}\nB", inner, inner),
+        inner.map(lambda c: f"mapfile -C {shlex.quote(c)} -c 1 <<<x"),
+        inner.map(lambda c: f"echo \"$(echo \")\"; {c}; echo \"(\")\""),
+        inner.map(lambda c: f"echo $(echo a # )\n{c})"),
     )
 
 
