@@ -34,24 +34,16 @@ from bashgraph.tools.safety.shellgate import (
     refuse_unknown_programs,
     refuse_word,
 )
+from bashgraph.tools.safety.shellkeywords import KEYWORDS, command_words
 from bashgraph.tools.safety.shellparts import FILE as _FILE
 from bashgraph.tools.safety.shellparts import HereDoc, Line, Redirect, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
 from bashgraph.tools.safety.shellwords import WordReader
-from bashgraph.tools.safety.wrappers import (
-    ASSIGNMENT,
-    inline_script,
-    program_name,
-    runs_stdin_as_code,
-    views,
-)
+from bashgraph.tools.safety.wrappers import inline_script, runs_stdin_as_code, views
 
 __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "TooComplexError",
            "parse_line", "split_command"]
 
-_KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
-                       "until", "esac", "time", "coproc"})
-_HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
 #: `{name}>file`: bash stores the new descriptor's number in `name`; the word is no argument.
 _NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 _ESAC = re.compile(r"esac(?=[ \t\n;&|)]|$)")
@@ -231,6 +223,8 @@ class _Parser(WordReader):
         op = next(op for op in _REDIRECT_OPS if self.text.startswith(op, self.pos))
         self.pos += len(op)
         stage.pending_op, stage.pending_fd = op, fd
+        if not stage.words:
+            stage.redirected_first, stage.leading_keywords = True, False
 
     def _read_heredocs(self) -> list[SimpleCommand]:
         """Read here-document bodies; an unquoted one still runs its `$( )` and backticks."""
@@ -289,6 +283,8 @@ class _Parser(WordReader):
                 stage.stdin = sub if sub is not None and sub.raw == word else _FILE
         else:
             self._check_word(stage, word)
+            if stage.quoted and stage.keyword_words < 0:
+                stage.keyword_words = len(stage.words)
             stage.words.append(word)
         stage.chars.clear()
         stage.in_word = stage.quoted = False
@@ -331,14 +327,15 @@ class _Parser(WordReader):
         elif word == "esac" and stage.leading_keywords:
             self.open_cases = max(self.open_cases - 1, 0)
         # `for x do …` and `for ((…)) do …`: a command starts after `do`.
-        stage.leading_keywords = word == "do" or (
-            stage.leading_keywords and (word in _KEYWORDS or word == "for"))
+        stage.leading_keywords = not stage.quoted and (word == "do" or (
+            stage.leading_keywords and (word in KEYWORDS or word == "for")))
 
     def _end_stage(
         self, stage: _Stage, pipeline: list[_Stage], out: list[SimpleCommand], piped: bool
     ) -> _Stage:
         """Close the current command; close the pipeline too unless a pipe follows."""
-        stage.words = _command_words(stage.words, self.functions)
+        keyword_words = 0 if stage.redirected_first else stage.keyword_words
+        stage.words = command_words(stage.words, self.functions, keyword_words)
         if stage.words or stage.redirects or stage.subs:
             pipeline.append(stage)
         if not piped:
@@ -375,26 +372,3 @@ class _Parser(WordReader):
                     later, following[0] if following else "", hidden, tuple(code),
                     tuple(stage_views[index])))
         return out
-
-
-def _command_words(words: list[str], functions: set[str]) -> list[str]:
-    """Drop leading keywords and assignments; reduce the program to its base name."""
-    index, after_time = 0, False
-    while index < len(words):
-        word = words[index]
-        if word in ("for", "select") and "do" in words[index + 1 : index + 3]:
-            index = words.index("do", index + 1) + 1  # `for x do cmd`, `for ((…)) do cmd`
-        elif word in _HEADERS:
-            return []
-        elif word == "function":
-            functions.update(words[index + 1 : index + 2])
-            index += 2
-        elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
-            index += 3  # `coproc NAME { …; }`
-        elif word in _KEYWORDS or ASSIGNMENT.match(word) or (after_time and word in ("-p", "--")):
-            after_time = word == "time" or (after_time and word in ("-p", "--"))
-            index += 1
-        else:
-            break
-    rest = words[index:]
-    return [program_name(rest[0]), *rest[1:]] if rest else []

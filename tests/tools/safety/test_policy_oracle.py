@@ -45,6 +45,14 @@ REVIEW_SHAPES = [
     "x=$(case a in a) echo;; esac); id",
     "trap 'id' EXIT",
     "git commit -m \"$(cat <<'EOF'\nmsg\nEOF\n)\"; id",
+    # Found by the oracle on generated and random lines: bash ran what the reader did not see.
+    "/usr/bin/i? 2>/dev/null; {fd}>/dev/null id",
+    "cat <<EOF\nE\\\nOF\nid\nEOF",
+    "mapfile -C $'bash <<E\\nid\\nE' -c 1 <<<x",
+    "=<(bash -c E) ",
+    "2>&1lstrap !",
+    "x= time  ",
+    "$''if <<E\n }",
 ]
 CORPUS = [*REVIEW_SHAPES, *(line for line, _ in HIDDEN_BEFORE.values()), *ASKED.values(), *EVERYDAY]
 
