@@ -142,9 +142,10 @@ class WordReader(ABC):
             self._read_double_quoted(stage)
         elif char == "\\":
             nxt = text[self.pos + 1 : self.pos + 2]
-            if nxt != "\n":  # backslash-newline joins lines
+            if nxt != "\n":  # backslash-newline joins lines; any other escape quotes
                 keep = not in_double_quotes or nxt in '"\\$`'
                 stage.chars.append(nxt if keep else "\\" + nxt)
+                stage.quoted = True  # `\while` is no keyword, `<<\EOF` a quoted delimiter
                 self._note_code_text(text[self.pos + 1 : self.pos + 3])  # `\$(`, `\``
             self.pos += 2
         elif char == "`":

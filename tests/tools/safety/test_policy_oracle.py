@@ -53,6 +53,7 @@ REVIEW_SHAPES = [
     "2>&1lstrap !",
     "x= time  ",
     "$''if <<E\n }",
+    "\\while }",
 ]
 CORPUS = [*REVIEW_SHAPES, *(line for line, _ in HIDDEN_BEFORE.values()), *ASKED.values(), *EVERYDAY]
 
