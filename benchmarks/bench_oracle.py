@@ -1,6 +1,9 @@
 """The differential oracle with a long budget: generated shell lines run in real bash (bubblewrap),
 and every line the approval rules allow must show every program bash ran.
 
+Lines come from the shell grammar and from random shell tokens (tests/support/shell_grammar.py),
+drawn by Hypothesis from both at once.
+
     python benchmarks/bench_oracle.py                  # 2,000 generated lines
     python benchmarks/bench_oracle.py --quick          # 100 lines, the CI smoke run
     python benchmarks/bench_oracle.py --tree-sitter    # also judge a tree-sitter-bash reader
@@ -23,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy
 from tests.support.bash_oracle import WORKDIR, bash_ran, bwrap_unavailable, policy_programs
-from tests.support.shell_grammar import shell_lines
+from tests.support.shell_grammar import shell_lines, token_soup
 
 #: Lines that hand program text to a shell (`trap`, `| bash`, `bash <<`, `mapfile -C`, `source`)
 #: or name a program by a variable or a pattern: the tree-sitter reader here reads only `bash -c`
@@ -119,7 +123,7 @@ def generate(count: int) -> list[str]:
 
     @settings(max_examples=count, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(shell_lines())
+    @given(st.one_of(shell_lines(), token_soup()))
     def collect(line: str) -> None:
         lines.append(line)
 

@@ -118,3 +118,17 @@ def shell_lines() -> st.SearchStrategy[str]:
     """Lines of shell: simple commands nested in compound ones and substitutions."""
     return st.recursive(st.deferred(lambda: _simple(st.sampled_from(PROGRAMS))),
                         lambda inner: st.one_of(_simple(inner), _compound(inner)), max_leaves=6)
+
+
+#: Tokens of shell, for lines that are often not valid: bash runs what it can read of a line
+#: before a syntax error stops it, and the reader must see all of that too.
+TOKENS = (" ", " ", ";", "\n", "|", "&", "&&", "(", ")", "{", "}", "'", '"', "`", "$(", "${", "$((",
+          "))", "<<E\n", "\nE\n", "E)", "<<<", ">", "2>&1", "<(", "\\", "\\\n", "#", "case ", " in ",
+          "esac", ";;", "for ", "do ", "done", "if ", "then ", "fi", "while ", "x=", "$x", "eval ",
+          "bash -c ", "sh -c ", "trap ", "nice ", "!", "[[ ", " ]]", "=", ":-", "$'", "\\'", "((",
+          "function ", "coproc ", "time ", "-", "*", "?", "{fd}", "mapfile -C ", *PROGRAMS)
+
+
+def token_soup() -> st.SearchStrategy[str]:
+    """Lines of 3 to 25 shell tokens in any order."""
+    return st.lists(st.sampled_from(TOKENS), min_size=3, max_size=25).map("".join)

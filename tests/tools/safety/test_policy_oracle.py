@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 
 from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy
 from tests.support.bash_oracle import WORKDIR, bash_ran, bwrap_unavailable, unseen
-from tests.support.shell_grammar import shell_lines
+from tests.support.shell_grammar import shell_lines, token_soup
 from tests.tools.safety.test_policy_bypasses import ASKED
 from tests.tools.safety.test_policy_fail_closed import EVERYDAY, HIDDEN_BEFORE
 
@@ -78,5 +78,13 @@ def test_the_corpus_agrees_with_bash(line: str) -> None:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(shell_lines())
 def test_generated_lines_agree_with_bash(line: str) -> None:
+    action, missed = unseen(policy(), line)
+    assert not missed, f"{action} but bash ran {sorted(missed)} unseen: {line!r}"
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(token_soup())
+def test_lines_of_random_tokens_agree_with_bash(line: str) -> None:
     action, missed = unseen(policy(), line)
     assert not missed, f"{action} but bash ran {sorted(missed)} unseen: {line!r}"
