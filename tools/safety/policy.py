@@ -115,7 +115,8 @@ class Policy:
                 hit = next((part for part, context, view in targets if match(part, view, context)),
                            None)
                 if hit is not None:
-                    return self._apply_mode(_decision(rule, hit.text))
+                    return self._apply_mode(_decision(rule, hit.text, hit.hidden_code
+                                                      if rule.pattern == "@hidden-code" else ""))
         return self._apply_mode(Verdict("allow", None, "no rule matched", command))
 
     def _context(self, command: str, cwd: str | None,
@@ -203,8 +204,10 @@ def _file_rules(data: dict[str, Any], where: str) -> list[Rule]:
     return rules
 
 
-def _decision(rule: Rule, part: str) -> Verdict:
-    return Verdict(rule.action, rule, rule.reason or f"matches {rule.pattern!r}", part)
+def _decision(rule: Rule, part: str, detail: str = "") -> Verdict:
+    """The verdict of `rule` on `part`; `detail` says more (why a part's code is hidden)."""
+    reason = rule.reason or f"matches {rule.pattern!r}"
+    return Verdict(rule.action, rule, f"{reason}: {detail}" if detail else reason, part)
 
 
 def _part_views(part: SimpleCommand) -> tuple[View, ...]:

@@ -81,18 +81,20 @@ def deferred_script(words: tuple[str, ...]) -> str | None:
     return operands[0]
 
 
-def refuse_unknown_programs(stage_views: list[View]) -> None:
-    """A program named by a variable (`$x`, `${c}m`, `sudo $CMD`), a pattern (`/???/r?`) or a
-    process substitution could be anything: refused. One named by a command substitution's
-    output (`$(printf rm)` first) is `hidden_code` instead."""
+def unknown_program(stage_views: list[View]) -> str:
+    """Why a program of the stage could be anything, or "": one named by a variable (`$x`,
+    `${c}m`, `sudo $CMD`), a pattern (`/???/r?`) or a process substitution. The stage runs code
+    the rules cannot read (`hidden_code`), as when a command's output names it (`$(printf rm)`,
+    which `shellcode` reports)."""
     for index, view in enumerate(stage_views):
         name = view.words[0]
         if index == 0 and name.startswith(("$(", "`")):
             continue
         if "$" in name or "`" in name or "<(" in name or ">(" in name:
-            raise TooComplexError(f"the program's name comes from a variable or a command ({name})")
+            return f"the program's name comes from a variable or a command ({name})"
         if name not in ("[", "[[") and _GLOB.search(name) is not None:
-            raise TooComplexError(f"the program's name is a pattern bash expands ({name})")
+            return f"the program's name is a pattern bash expands ({name})"
+    return ""
 
 
 def _callback(words: tuple[str, ...]) -> str | None:

@@ -31,8 +31,8 @@ from bashgraph.tools.safety.shellgate import (
     deferred_script,
     evaluates_text,
     refuse_other_shells,
-    refuse_unknown_programs,
     refuse_word,
+    unknown_program,
 )
 from bashgraph.tools.safety.shellkeywords import KEYWORDS, command_words
 from bashgraph.tools.safety.shellparts import FILE as _FILE
@@ -346,8 +346,6 @@ class _Parser(WordReader):
     def _close_pipeline(self, stages: list[_Stage]) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
         stage_views = [views(tuple(stage.words)) for stage in stages]
-        for each in stage_views:
-            refuse_unknown_programs(each)
         # The nearest later stage that runs its stdin as code, found from the end (one pass).
         runner, later_runner = "", [""] * len(stages)
         for index in range(len(stages) - 1, -1, -1):
@@ -366,6 +364,7 @@ class _Parser(WordReader):
             if words or stage.redirects:
                 previous = stages[index - 1] if index else None
                 hidden, code = code_read_by(stage, stage_views[index], previous)
+                hidden = hidden or unknown_program(stage_views[index])
                 following = stages[index + 1].words[:1] if index + 1 < len(stages) else []
                 out.append(SimpleCommand(
                     words, self.text[stage.start : stage.end].strip(), tuple(stage.redirects),

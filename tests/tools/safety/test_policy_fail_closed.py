@@ -44,7 +44,7 @@ HIDDEN_BEFORE = {
     "variable-program": ("c=rm; $c -rf ~", "the program's name comes from a variable"),
     "braced-variable-program": ("c=r; ${c}m -rf ~", "the program's name comes from a variable"),
     "wrapped-variable-program": ("nice $CMD -rf ~", "the program's name comes from a variable"),
-    "array-program": ("a=(rm -rf ~); \"${a[@]}\"", "the program's name comes from a variable"),
+    "array-program": ("a=(rm); \"${a[@]}\" -rf ~", "the program's name comes from a variable"),
     "subscript-in-arithmetic": ("x='a[$(rm -rf ~)]'; echo $((x))", "quoted text that reads like code"),
     "subscript-in-declare": ("x='a[$(rm -rf ~)]'; declare -i y=x", "quoted text that reads like code"),
     "subscript-in-test": ("x='a[$(rm -rf ~)]'; [[ -v $x ]]", "quoted text that reads like code"),
