@@ -44,10 +44,10 @@ def refuse_word(words: list[str], word: str) -> None:
         raise TooComplexError("hash -p makes a program's name run another program")
 
 
-def refuse_other_shells(views: tuple[View, ...], script: str) -> None:
-    """Refuse a script that a shell other than bash may read differently from this reader."""
-    for view in views:
-        name = view.words[0]
+def refuse_other_shells(programs: frozenset[str], script: str) -> None:
+    """Refuse a script that a shell among `programs` (a part's views) other than bash may read
+    differently from this reader. One search of the script per shell name."""
+    for name in sorted(programs):
         if name == "bash" or SHELLS.fullmatch(name) is None:
             continue
         if name not in _POSIX_SHELLS:

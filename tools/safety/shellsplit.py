@@ -102,8 +102,9 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
         scripts = [s for v in part.views
                    if (s := inline_script(v.words) or deferred_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
-        for script in scripts:
-            refuse_other_shells(part.views, script)
+        shells = frozenset(v.words[0] for v in part.views)
+        for script in dict.fromkeys(scripts):
+            refuse_other_shells(shells, script)
         # Each view of a stage can name the same script (15 `-exec sh` read one here-document):
         # parsed once per view, nested scripts would cost views ** depth.
         for script in dict.fromkeys(scripts):

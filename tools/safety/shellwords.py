@@ -30,7 +30,7 @@ _PLAIN_QUOTED = re.compile(r"[^\"\\`$]+")
 _ANSI_C_BODY = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL)
 _BACKTICK_BODY = re.compile(r"[^`\\]*(?:\\.[^`\\]*)*", re.DOTALL)
 _BACKTICK_ESCAPE = re.compile(r"\\([`\\$])")
-_BRACED_STOP = re.compile(r"[{}$`\\'\"]")
+_BRACED_STOP = re.compile(r"[}$`\\'\"]")
 _ARITH_STOP = re.compile(r"[\\'\"()]")
 _BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
 #: Text that bash would run if it evaluated it: a substitution or a parameter expansion.
@@ -142,7 +142,9 @@ class WordReader(ABC):
             self._read_double_quoted(stage)
         elif char == "\\":
             nxt = text[self.pos + 1 : self.pos + 2]
-            if nxt != "\n":  # backslash-newline joins lines; any other escape quotes
+            if not nxt:
+                stage.chars.append("\\")  # a backslash at the very end stays itself
+            elif nxt != "\n":  # backslash-newline joins lines; any other escape quotes
                 keep = not in_double_quotes or nxt in '"\\$`'
                 stage.chars.append(nxt if keep else "\\" + nxt)
                 stage.quoted = True  # `\while` is no keyword, `<<\EOF` a quoted delimiter
@@ -246,23 +248,23 @@ class WordReader(ABC):
         """`${…}`: a parameter expansion, which may itself hold substitutions."""
         self._nest()
         self.nesting += 1
-        start, depth = self.pos, 0
-        self.pos += 1
+        start = self.pos
+        self.pos += 2
+        # Like bash, the first `}` not quoted, escaped or inside a nested expansion or
+        # substitution closes it: a bare `{` is not counted (`${x:-{} ; cmd ; }` runs cmd).
         while (match := _BRACED_STOP.search(self.text, self.pos)) is not None:
             self.pos = match.start()
             char = self.text[self.pos]
             if char in "'\"":
                 # Bash's rules for quotes in `${…}` change with the operator and the context.
                 raise TooComplexError("quotes inside ${…}")
-            if char in "{}":
-                depth += 1 if char == "{" else -1
+            if char == "}":
                 self.pos += 1
-                if depth == 0:
-                    if self.text.startswith("@P}", self.pos - 3):
-                        raise TooComplexError("${…@P} runs the substitutions in a variable's value")
-                    stage.chars.append(self.text[start : self.pos])
-                    self.nesting -= 1
-                    return
+                if self.text.startswith("@P}", self.pos - 3):
+                    raise TooComplexError("${…@P} runs the substitutions in a variable's value")
+                stage.chars.append(self.text[start : self.pos])
+                self.nesting -= 1
+                return
             else:
                 mark = len(stage.chars)
                 self._read_word_piece(stage, in_double_quotes=True)

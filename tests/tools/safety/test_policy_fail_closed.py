@@ -21,6 +21,7 @@ def defaults() -> Policy:
 HIDDEN_BEFORE = {
     "quotes-in-braces": ("echo ${x:-'}'} ; rm -rf ~ ; echo '}' #'", "quotes inside ${…}"),
     "double-quotes-in-braces": ('echo ${x:-"}"} ; rm -rf ~ ; echo "}" #"', "quotes inside ${…}"),
+    "bare-brace-in-braces": ("echo ${x:-{} ; rm -rf ~ ; echo }", "delete outside"),
     "case-in-substitution": ('echo "$(case x in x) echo "a" ;; esac ; rm -rf ~ ; echo "b" )"',
                              "case inside a command substitution"),
     "case-in-heredoc-substitution": ("cat <<E\n$(case x in x) echo a;; esac; rm -rf ~; echo b)\nE",

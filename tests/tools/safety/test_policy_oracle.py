@@ -54,6 +54,8 @@ REVIEW_SHAPES = [
     "x= time  ",
     "$''if <<E\n }",
     "\\while }",
+    "{ function g { env id ${x:-{} ${x:-{}; }; g; }",
+    "lsls\\\\ls\\",
 ]
 CORPUS = [*REVIEW_SHAPES, *(line for line, _ in HIDDEN_BEFORE.values()), *ASKED.values(), *EVERYDAY]
 
