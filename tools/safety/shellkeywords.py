@@ -15,18 +15,24 @@ KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "
 _HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
 
 
-def command_words(words: list[str], functions: set[str], keyword_words: int = -1) -> list[str]:
+def command_words(words: list[str], functions: set[str], keyword_words: int = -1,
+                  piped_in: bool = False) -> list[str]:
     """Drop leading keywords and assignments; reduce the program to its base name.
 
     Like bash, a word is a keyword only before any assignment, redirection or quoted word
     (`x=1 time`, `>f !` and `'if'` name programs); `keyword_words` is how many words may be
-    keywords (-1: any)."""
+    keywords (-1: any). `time` and `!` are keywords only where a pipeline starts: after a pipe
+    (`piped_in`), `| time ls` runs /usr/bin/time, until `{`, `if`… start a new list."""
     index, after_time = 0, False
     limit = len(words) if keyword_words < 0 else keyword_words
+    pipeline_start = not piped_in
     while index < len(words):
         word = words[index]
         if index >= limit and not ASSIGNMENT.match(word):
             break
+        if word in ("time", "!") and not pipeline_start:
+            break
+        pipeline_start = pipeline_start or word in KEYWORDS
         if ASSIGNMENT.match(word):
             limit = min(limit, index)
         if word in ("for", "select") and "do" in words[index + 1 : index + 3]:

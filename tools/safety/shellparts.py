@@ -100,3 +100,4 @@ class Stage:
     redirected_first: bool = False
     # How many leading words may be keywords: up to the first quoted word (`'if'` is a program).
     keyword_words: int = -1
+    piped_in: bool = False  # a pipe comes before: no pipeline starts here (`| time ls`)

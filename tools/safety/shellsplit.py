@@ -336,13 +336,13 @@ class _Parser(WordReader):
     ) -> _Stage:
         """Close the current command; close the pipeline too unless a pipe follows."""
         keyword_words = 0 if stage.redirected_first else stage.keyword_words
-        stage.words = command_words(stage.words, self.functions, keyword_words)
+        stage.words = command_words(stage.words, self.functions, keyword_words, stage.piped_in)
         if stage.words or stage.redirects or stage.subs:
             pipeline.append(stage)
         if not piped:
             out.extend(self._close_pipeline(pipeline))
             pipeline.clear()
-        return _Stage(self.pos, self.pos)
+        return _Stage(self.pos, self.pos, piped_in=piped)
 
     def _close_pipeline(self, stages: list[_Stage]) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []

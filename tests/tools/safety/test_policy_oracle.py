@@ -56,6 +56,8 @@ REVIEW_SHAPES = [
     "\\while }",
     "{ function g { env id ${x:-{} ${x:-{}; }; g; }",
     "lsls\\\\ls\\",
+    "(( 1 )) && time ls |& time ls",
+    "echo x | { time cat; }",
 ]
 CORPUS = [*REVIEW_SHAPES, *(line for line, _ in HIDDEN_BEFORE.values()), *ASKED.values(), *EVERYDAY]
 
