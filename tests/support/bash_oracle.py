@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from bashgraph.tools.safety.policy import Policy
 from bashgraph.tools.safety.shellsplit import ShellSyntaxError, parse_line
+from bashgraph.tools.safety.wrappers import program_name
 
 BASH = "/usr/bin/bash"
 #: Where the line runs inside the sandbox: an empty tmpfs directory with one subdirectory.
@@ -100,7 +101,7 @@ class Ran:
                 continue
             rest = [w for w in traced.words if not _is_assignment(w)]
             if rest and rest[0] not in _NOT_PROGRAMS:
-                found.add(rest[0].rsplit("/", 1)[-1] if "/" in rest[0].rstrip("/") else rest[0])
+                found.add(program_name(rest[0]))  # the base name, as the reader names it
         return frozenset(found)
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 
 from bashgraph.tools.safety.shellerrors import TooComplexError
-from bashgraph.tools.safety.wrappers import SHELLS, View
+from bashgraph.tools.safety.shellkeywords import KEYWORDS
+from bashgraph.tools.safety.wrappers import ASSIGNMENT, SHELLS, View
 
 #: Variables whose value bash runs as code or reads options from (`PS4='$(…)'` with `set -x`,
 #: `BASHOPTS=expand_aliases bash -c …`).
@@ -26,6 +27,7 @@ _PARSE_OPTIONS = frozenset({"expand_aliases", "extglob"})
 _EVALUATES = re.compile(r"\[|\(\(|\$\{!|\b(?:let|declare|typeset|local|readonly|read|unset|"
                         r"printf|mapfile|readarray|getopts|wait|complete|bind|test)\b")
 _GLOB = re.compile(r"[*?]|\[.*\]")
+_OPEN_SUBSCRIPT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*$")
 #: Shells that read a script the way POSIX sh does (Debian's sh is dash).
 _POSIX_SHELLS = frozenset({"sh", "dash", "ash"})
 #: Where bash and a POSIX sh split a script differently: dash runs `id &>f rm x` as `id &` and
@@ -36,6 +38,10 @@ _BASH_ONLY = re.compile(r"&>|\|&|(?<!\$)\(\(|\$'|\$\"|<<<|;;&|;&|\b(?:function|s
 def refuse_word(words: list[str], word: str) -> None:
     """Refuse `word`, the next word of a command whose words so far are `words`, when it makes
     bash run code the reader cannot see."""
+    if _OPEN_SUBSCRIPT.match(word) and all(w in KEYWORDS or ASSIGNMENT.match(w) for w in words):
+        # Where an assignment may stand, bash reads `name[…]` to its `]` across blanks: the
+        # command `date[a b]` is one word to bash, three to this reader.
+        raise TooComplexError(f"an array subscript that spans words ({word} …)")
     if _CODE_VARIABLES.match(word):
         raise TooComplexError(f"sets {word.partition('=')[0]}, a variable bash takes code or options from")
     if word in _PARSE_OPTIONS and "shopt" in words:

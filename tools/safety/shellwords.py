@@ -128,6 +128,9 @@ class WordReader(ABC):
 
     def _read_word_piece(self, stage: _Stage, in_double_quotes: bool) -> None:
         text, char = self.text, self.text[self.pos]
+        if text.startswith("\\\n", self.pos):
+            self.pos += 2  # a line continuation is no part of a word, nor starts one
+            return
         stage.in_word = True
         if char == "'" and not in_double_quotes:
             end = text.find("'", self.pos + 1)

@@ -58,6 +58,8 @@ REVIEW_SHAPES = [
     "lsls\\\\ls\\",
     "(( 1 )) && time ls |& time ls",
     "echo x | { time cat; }",
+    "\\\n exec  ]]E\n",
+    "date[if !for id ]]\\(>|while \nE\n",
 ]
 CORPUS = [*REVIEW_SHAPES, *(line for line, _ in HIDDEN_BEFORE.values()), *ASKED.values(), *EVERYDAY]
 
