@@ -96,8 +96,7 @@ class Stage:
     # True while every word so far is a keyword (`!`, `if`, `for`…): a `((` here is arithmetic.
     leading_keywords: bool = True
     case_at: int = -1  # where `case` is among the words, when it starts this command
-    # A redirection came before any word: bash reads no keyword after it (`>x !` runs `!`).
-    redirected_first: bool = False
-    # How many leading words may be keywords: up to the first quoted word (`'if'` is a program).
+    # How many leading words may be keywords: those before the first quoted word (`'if'` is a
+    # program) or redirection (`>x !` runs `!`); -1 while there is neither.
     keyword_words: int = -1
     piped_in: bool = False  # a pipe comes before: no pipeline starts here (`| time ls`)

@@ -224,8 +224,9 @@ class _Parser(WordReader):
         op = next(op for op in _REDIRECT_OPS if self.text.startswith(op, self.pos))
         self.pos += len(op)
         stage.pending_op, stage.pending_fd = op, fd
-        if not stage.words:
-            stage.redirected_first, stage.leading_keywords = True, False
+        if stage.keyword_words < 0:
+            # After a redirection no word is a keyword: `! >f then` runs a program `then`.
+            stage.keyword_words, stage.leading_keywords = len(stage.words), False
 
     def _read_heredocs(self) -> list[SimpleCommand]:
         """Read here-document bodies; an unquoted one still runs its `$( )` and backticks."""
@@ -335,8 +336,7 @@ class _Parser(WordReader):
         self, stage: _Stage, pipeline: list[_Stage], out: list[SimpleCommand], piped: bool
     ) -> _Stage:
         """Close the current command; close the pipeline too unless a pipe follows."""
-        keyword_words = 0 if stage.redirected_first else stage.keyword_words
-        stage.words = command_words(stage.words, self.functions, keyword_words, stage.piped_in)
+        stage.words = command_words(stage.words, self.functions, stage.keyword_words, stage.piped_in)
         if stage.words or stage.redirects or stage.subs:
             pipeline.append(stage)
         if not piped:

@@ -60,6 +60,7 @@ REVIEW_SHAPES = [
     "echo x | { time cat; }",
     "\\\n exec  ]]E\n",
     "date[if !for id ]]\\(>|while \nE\n",
+    "!>idselect then 2>&1trueE\nsh -c #<<<\nE\n&& ]]",
 ]
 CORPUS = [*REVIEW_SHAPES, *(line for line, _ in HIDDEN_BEFORE.values()), *ASKED.values(), *EVERYDAY]
 
