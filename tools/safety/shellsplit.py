@@ -232,28 +232,7 @@ class _Parser(WordReader):
         """Read here-document bodies; an unquoted one still runs its `$( )` and backticks."""
         found: list[SimpleCommand] = []
         for doc in self.heredocs:
-            start = body_end = self.pos
-            ended = False
-            while self.pos < len(self.text):
-                end = self.text.find("\n", self.pos)
-                end = len(self.text) if end < 0 else end
-                line = self.text[self.pos : end]
-                line_start, self.pos = self.pos, min(end + 1, len(self.text))
-                line = line.lstrip("\t") if doc.strip_tabs else line
-                if line == doc.delimiter:
-                    body_end, ended = line_start, True
-                    break
-                if not doc.quoted and (len(line) - len(line.rstrip("\\"))) % 2 == 1:
-                    # Bash joins the lines first: `E\` then `OF` is the delimiter `EOF`.
-                    raise TooComplexError("a line continuation inside a here-document")
-                if self.in_substitution and line.startswith(doc.delimiter):
-                    # Bash ends a body at `EOF)` inside `$(…)`; where exactly is not followed.
-                    raise TooComplexError("here-document inside a command substitution whose "
-                                          "end is not a line of its own")
-                body_end = self.pos
-            if self.in_substitution and not ended:
-                raise TooComplexError("here-document inside a command substitution with no end")
-            doc.text = self.text[start:body_end]
+            doc.text = self._heredoc_body(doc)
             if doc.quoted:
                 self._note_code_text(doc.text)
             else:
@@ -264,6 +243,30 @@ class _Parser(WordReader):
                 found.extend(part for sub in scratch.subs for part in sub.parts)
         self.heredocs.clear()
         return found
+
+    def _heredoc_body(self, doc: HereDoc) -> str:
+        """The body of `doc` from `pos` up to its delimiter line (which is consumed), refusing
+        the ends bash finds otherwise than this reader."""
+        start = body_end = self.pos
+        while self.pos < len(self.text):
+            end = self.text.find("\n", self.pos)
+            end = len(self.text) if end < 0 else end
+            line = self.text[self.pos : end]
+            line_start, self.pos = self.pos, min(end + 1, len(self.text))
+            line = line.lstrip("\t") if doc.strip_tabs else line
+            if line == doc.delimiter:
+                return self.text[start:line_start]
+            if not doc.quoted and (len(line) - len(line.rstrip("\\"))) % 2 == 1:
+                # Bash joins the lines first: `E\` then `OF` is the delimiter `EOF`.
+                raise TooComplexError("a line continuation inside a here-document")
+            if self.in_substitution and line.startswith(doc.delimiter):
+                # Bash ends a body at `EOF)` inside `$(…)`; where exactly is not followed.
+                raise TooComplexError("here-document inside a command substitution whose "
+                                      "end is not a line of its own")
+            body_end = self.pos
+        if self.in_substitution:
+            raise TooComplexError("here-document inside a command substitution with no end")
+        return self.text[start:body_end]
 
     def _end_word(self, stage: _Stage) -> None:
         if not stage.in_word:
