@@ -72,6 +72,13 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "functions+pipes": lambda n: fill("f() { f|g; }; ", n),
     "find {}{}… long path": lambda n: "find " + "a" * (n // 2) + " -exec echo " + "{}" * (n // 4 - 10) + " +",
     "here-docs 15 sh x8": nested_exec_heredocs,
+    "! ((0)) keywords": lambda n: fill("! ((0)) ", n),
+    "for x do keywords": lambda n: fill("for x do ", n, "", "true; done"),
+    "case patterns": lambda n: fill("a|", n, "case x in ", "b) ls;; esac"),
+    "case clauses": lambda n: fill("a) ls;; ", n, "case x in ", "esac"),
+    "here-docs in $( )": lambda n: fill("$(cat <<E\nx\nE\n)", n, "echo "),
+    "${ } unclosed quotes": lambda n: fill("${x:-'}", n, "echo "),
+    "trap nested": lambda n: fill("trap '", n, "", "ls' EXIT"),
 }
 
 

@@ -20,7 +20,7 @@ from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
-from bashgraph.graph.checks import Checker, denial_of
+from bashgraph.graph.checks import Checker, checks_are_cheap, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.cutoff import (
@@ -126,7 +126,12 @@ class LoopNodes:
             if self._ask_again(state, first):
                 note = empty_reply_note(first)
                 replies += [note, self._clean(await self.model.ainvoke([*prompt, note], config))]
-            update = fresh | self._after_reply(state, replies)
+            after = functools.partial(self._after_reply, state, replies)
+            # The policy's checks are linear but not free (a 100 KB line: ~0.1-0.4 s): off the
+            # event loop when they may take over a millisecond, so no other run waits on them.
+            calls = getattr(replies[-1], "tool_calls", None)
+            cheap = self.checker is None or checks_are_cheap(calls)
+            update = fresh | (after() if cheap else await in_thread(asyncio.get_running_loop(), after))
         return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
@@ -190,7 +195,8 @@ class LoopNodes:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
-        denied = self._denied_by_changed_rules(state, calls)
+        check = functools.partial(self._denied_by_changed_rules, state, calls)
+        denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
         results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit, denied) for call in calls))
         return self._batch_update(state, calls, list(results), ctx, cwd)
 

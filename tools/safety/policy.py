@@ -71,9 +71,14 @@ class Verdict:
     part: str
 
 
-def _unparsed_view(command: str) -> View:
-    """A best-effort view of a line that could not be split: its whitespace-separated words."""
-    return View(tuple(command.split()))
+_ROUGH_SEPARATORS = re.compile(r"[;&|()`\n]+")
+
+
+def _unparsed_views(command: str) -> list[View]:
+    """Best-effort views of a line that could not be split: the whole line's words, and the
+    words of each piece between operator characters (`x ; rm -rf ~` is also seen as `rm -rf ~`)."""
+    pieces = [tuple(piece.split()) for piece in _ROUGH_SEPARATORS.split(command)]
+    return [View(tuple(command.split())), *(View(words) for words in pieces if words)]
 
 
 class Policy:
@@ -112,7 +117,8 @@ class Policy:
                 hit = next((part for part, context, view in targets if match(part, view, context)),
                            None)
                 if hit is not None:
-                    return self._apply_mode(_decision(rule, hit.text))
+                    return self._apply_mode(_decision(rule, hit.text, hit.hidden_code
+                                                      if rule.pattern == "@hidden-code" else ""))
         return self._apply_mode(Verdict("allow", None, "no rule matched", command))
 
     def _context(self, command: str, cwd: str | None,
@@ -121,10 +127,12 @@ class Policy:
         return Context(self.workdir, start, self.home, command, functions)
 
     def _decide_unparsed(self, command: str, error: ShellSyntaxError) -> Verdict:
-        view, context = _unparsed_view(command), self._context(command, None)
-        part = SimpleCommand(view.words, command)
+        context = self._context(command, None)
+        rough = _unparsed_views(command)
         for rule in self.rules:
-            if rule.action == "deny" and _matcher(rule.pattern)(part, view, context):
+            match = _matcher(rule.pattern)
+            if rule.action == "deny" and any(
+                    match(SimpleCommand(view.words, command), view, context) for view in rough):
                 return _decision(rule, command)
         why = "too complex to check" if isinstance(error, TooComplexError) else "could not parse"
         return Verdict("ask", None, f"{why}: {error}", command)
@@ -198,8 +206,10 @@ def _file_rules(data: dict[str, Any], where: str) -> list[Rule]:
     return rules
 
 
-def _decision(rule: Rule, part: str) -> Verdict:
-    return Verdict(rule.action, rule, rule.reason or f"matches {rule.pattern!r}", part)
+def _decision(rule: Rule, part: str, detail: str = "") -> Verdict:
+    """The verdict of `rule` on `part`; `detail` says more (why a part's code is hidden)."""
+    reason = rule.reason or f"matches {rule.pattern!r}"
+    return Verdict(rule.action, rule, f"{reason}: {detail}" if detail else reason, part)
 
 
 def _part_views(part: SimpleCommand) -> tuple[View, ...]:
