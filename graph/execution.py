@@ -265,6 +265,14 @@ class Executor:
             return unrecorded_result(found[1].command, cwd)
         return None
 
+    def settle_retry(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult | None:
+        """`settle` for a retry (`ctx.attempt`) of a call already answered: None when the retry
+        never started, or when there is no journal to say (the stored answer stands)."""
+        ctx = self._with_journal(ctx)
+        if ctx.journal is None or ctx.thread_id is None:
+            return None
+        return self.settle(call, cwd, ctx)
+
     def _begin(self, call: ToolCall, cwd: str | None,
                ctx: CallContext) -> _Plan | CommandResult | _CutOff:
         """Validate and journal a call; a CommandResult means "answer this, run nothing", a

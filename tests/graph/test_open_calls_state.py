@@ -1,0 +1,101 @@
+"""What a stopped run leaves besides unanswered calls, when the thread goes on with new input:
+the shell's directory its finished calls moved to, and a retry that started and never finished.
+
+The `None` path (`tools`, `retry`) already keeps both; new input makes LangGraph drop the
+stopped step, so `agent` (behind `OpenCalls`) must make the same of them. The runs are real:
+an async run on SQLite cancelled while a command runs, then the thread goes on through plain
+LangGraph against the scripted OpenAI server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from tests.graph.test_open_calls import INPUTS, SLOW, Backend, lines, thread_config, wait_for
+from tests.support.openai_server import FakeOpenAIServer, ToolCall, text, tool_calls
+
+#: Kills its own shell the first time (spawn_error/signal: `retry` runs it again), then writes
+#: a line and sleeps: the retry is cut off while it runs.
+FLAKY = "if [ -e marker ]; then echo x >> counter; sleep 30; else touch marker; kill -9 $$; fi"
+
+
+async def _cancel_when(backend: Backend, started: Any, finished: str | None = None) -> None:
+    """Run the thread; cancel it once `started()` holds and the call `finished` has its result
+    in the journal (its answer is lost with the step)."""
+    async with backend.async_agent() as agent:
+        run = asyncio.create_task(agent.ainvoke({"messages": [HumanMessage("go")]}, thread_config()))
+        await wait_for(started, "the command to run")
+        if finished is not None:
+            reply = (await agent.aget_state(thread_config())).values["messages"][-1]
+            await wait_for(lambda: backend.finished("t1", f"{reply.id}/{finished}"), "its result")
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+
+
+def _cut_off_and_go_on(backend: Backend, mode: str, inputs: Any, started: Any,
+                       finished: str | None = None) -> dict[str, Any]:
+    """`_cancel_when`, then the thread goes on with `inputs`; its state after. (The async form
+    runs in the same event loop: langchain-openai shares one async HTTP client per process.)"""
+
+    async def main() -> dict[str, Any]:
+        await _cancel_when(backend, started, finished)
+        if mode == "sync":
+            return {}
+        async with backend.async_agent() as agent:
+            await agent.ainvoke(inputs, thread_config())
+            return dict((await agent.aget_state(thread_config())).values)
+
+    state = asyncio.run(main())
+    if mode == "async":
+        return state
+    with backend.sync_agent() as agent:
+        agent.invoke(inputs, thread_config())
+        return dict(agent.get_state(thread_config()).values)
+
+
+@pytest.mark.parametrize("inputs", ["message", "empty", "none"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_finished_cd_of_a_stopped_run_moves_the_shell_whatever_continues_the_thread(
+    mode: str, inputs: str, tmp_path: Path
+) -> None:
+    """The model is told `cd sub` finished, so the next command runs in sub, as `tools` would
+    have left it: a command meant for sub (`rm -rf *`) must not run in its parent."""
+    (tmp_path / "sub").mkdir()
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": "cd sub; echo moved"}, id="cd"),
+                              ToolCall("bash", {"command": SLOW}, id="slow")),
+                   tool_calls(ToolCall("bash", {"command": "pwd"}, id="pwd")), text("done"))
+        backend = Backend("sqlite", tmp_path, server)
+        state = _cut_off_and_go_on(backend, mode, INPUTS[inputs], lambda: lines(tmp_path / "counter") == 1, "cd")
+        server.assert_done()
+    pwd = next(m for m in state["messages"] if getattr(m, "tool_call_id", None) == "pwd")
+    assert pwd.artifact["stdout"] == f"{tmp_path / 'sub'}\n"
+    assert state["cwd"] == str(tmp_path / "sub")
+
+
+@pytest.mark.parametrize("inputs", ["message", "empty", "none"])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_retry_cut_off_is_answered_interrupted_whatever_continues_the_thread(
+    mode: str, inputs: str, tmp_path: Path
+) -> None:
+    """The call's stored answer is its first attempt's fault; the retry started and never
+    finished. The model is told `interrupted` (it may have had side effects), not the fault
+    it could cure by asking again, and the retry is not run again."""
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": FLAKY}, id="flaky")), text("all told"))
+        backend = Backend("sqlite", tmp_path, server, retry_backoff_s=0.01, retry_backoff_max_s=0.02)
+        state = _cut_off_and_go_on(backend, mode, INPUTS[inputs], lambda: lines(tmp_path / "counter") == 1)
+        server.assert_done()
+        told = [m["content"] for m in server.chat_requests[-1].messages if m["role"] == "tool"]
+    assert lines(tmp_path / "counter") == 1, "the retry ran twice"
+    [answer] = told
+    assert "interrupted" in answer
+    assert "SIGKILL" not in answer
+    assert state["attempt_serial"] == 1
