@@ -15,7 +15,8 @@ state, each right after the reply that asked for it, so the model is told what b
   host is stopped (as any resume does);
 * it never started: `spawn_error/not_run`, saying why (a question to a person that new input
   replaced says so);
-* no journal to ask: `spawn_error/interrupted`, saying it may have run.
+* no journal to ask (or a job tool, never journaled): `spawn_error/interrupted`, saying it
+  may have run.
 
 The stopped step's other writes are made as well: `cwd`, where the newest reply's finished calls
 left the shell (as `tools` keeps it), and a `retry` the journal shows started and never answered

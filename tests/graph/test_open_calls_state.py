@@ -99,3 +99,24 @@ def test_a_retry_cut_off_is_answered_interrupted_whatever_continues_the_thread(
     assert "interrupted" in answer
     assert "SIGKILL" not in answer
     assert state["attempt_serial"] == 1
+
+
+#: A background job that notes the TERM `bash_kill` sends and outlives it: the kill waits the
+#: grace period, and the run is cut off meanwhile.
+STUBBORN_JOB = "trap 'echo term >> termed' TERM; while :; do sleep 0.1; done"
+
+
+def test_a_job_tool_cut_off_is_not_said_to_have_never_run(tmp_path: Path) -> None:
+    """`bash_kill` had already sent TERM when the run was cancelled: the model must not be
+    told it was not run (it would believe the job untouched); job tools are not journaled, so
+    it is told the call may have run."""
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": STUBBORN_JOB, "background": True}, id="bg")),
+                   tool_calls(ToolCall("bash_kill", {"job_id": "job-1"}, id="kill")), text("told"))
+        backend = Backend("memory", tmp_path, server, grace_s=3)
+        state = _cut_off_and_go_on(backend, "async", INPUTS["message"], (tmp_path / "termed").exists)
+        server.assert_done()
+    kill = next(m for m in state["messages"] if getattr(m, "tool_call_id", None) == "kill")
+    assert (kill.artifact["outcome"], kill.artifact["spawn_error"]) == ("spawn_error", "interrupted")
+    assert "it may have run" in kill.artifact["detail"]
+    assert kill.artifact["command"] == "bash_kill job-1"
