@@ -287,10 +287,13 @@ def _read_history(path: str, thread_id: str) -> list[CheckpointRow] | None:
     if not checkpoints:
         return None
     parents: list[_Checkpoint | None] = [*checkpoints[1:], None]
-    return [_row(checkpoint, parent) for checkpoint, parent in zip(checkpoints, parents, strict=True)]
+    # Oldest first: `held` gathers the answers each step wrote, for the steps after it.
+    held: dict[Any, Any] = {}
+    pairs = list(zip(checkpoints, parents, strict=True))
+    return [_row(checkpoint, parent, held) for checkpoint, parent in reversed(pairs)][::-1]
 
 
-def _row(checkpoint: _Checkpoint, parent: _Checkpoint | None) -> CheckpointRow:
+def _row(checkpoint: _Checkpoint, parent: _Checkpoint | None, held: dict[Any, Any]) -> CheckpointRow:
     # The tasks of the parent checkpoint that finished are the ones whose writes made this one.
     made_by = [task for task in parent.tasks.values() if task.finished] if parent else []
     metadata = checkpoint.metadata
@@ -302,7 +305,7 @@ def _row(checkpoint: _Checkpoint, parent: _Checkpoint | None) -> CheckpointRow:
         node = str(metadata.get("source", ""))
     return CheckpointRow(
         checkpoint_id=checkpoint.checkpoint_id, step=int(metadata.get("step", -1)), node=node,
-        outcomes="; ".join(_outcome_lines(made_by)), created_at=checkpoint.created_at,
+        outcomes="; ".join(_outcome_lines(made_by, held)), created_at=checkpoint.created_at,
         next=_next_nodes(checkpoint.values),
     )
 
@@ -313,15 +316,22 @@ def _next_nodes(values: Mapping[str, Any]) -> tuple[str, ...]:
     return (_START, *nodes) if _START in values else tuple(nodes)
 
 
-def _outcome_lines(tasks: Iterable[_Task]) -> Iterator[str]:
+def _outcome_lines(tasks: Iterable[_Task], held: dict[Any, Any]) -> Iterator[str]:
+    """The outcomes of the answers the tasks wrote. One an earlier step wrote, written again
+    unchanged (a step that stores the whole conversation again, graph/open_calls.py), is that
+    step's. (The `messages` channel keeps only each step's writes: `held` has them so far.)"""
     for task in tasks:
         for channel, value in task.writes:
             if channel != "messages":
                 continue
             for message in value if isinstance(value, list) else [value]:
                 artifact = _tool_artifact(message)
-                if artifact is not None:
+                if artifact is None:
+                    continue
+                answer_id = message.args.get("id")
+                if held.get(answer_id) != message.args:
                     yield outcome_text(CommandResult.from_dict(artifact))
+                held[answer_id] = message.args
 
 
 def _tool_artifact(message: Any) -> dict[str, Any] | None:
