@@ -42,6 +42,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from bashgraph.graph.call_journal import CallContext, not_run_result
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
+from bashgraph.graph.models.replies import with_distinct_call_ids
 from bashgraph.graph.nodes import invalid_call_result, next_cwd, pending_calls, thread_of, to_tool_message
 from bashgraph.graph.state import AgentState, latest_results
 from bashgraph.tools.results import CommandResult
@@ -68,7 +69,8 @@ def has_open_calls(messages: list[AnyMessage]) -> bool:
         if waiting:
             return True
         if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-            # The ids `pending_calls` gives (an invalid call without one is answered as "").
+            if with_distinct_call_ids(message) is not message:
+                return True  # a call without an id of its own (a reply given as input) has no answer
             waiting = {call["id"] for call in message.tool_calls}
             waiting.update(bad.get("id") or "" for bad in message.invalid_tool_calls)
     return bool(waiting)
@@ -78,15 +80,19 @@ def with_answers(
     messages: list[AnyMessage], answer: Callable[[AIMessage, ToolCall], ToolMessage]
 ) -> list[AnyMessage]:
     """The history with each reply's answers directly after it, in the order of its calls;
-    `answer` makes the missing ones. Other messages keep their order, after those answers."""
+    `answer` makes the missing ones. Other messages keep their order, after those answers. A
+    reply whose calls do not each have an id of their own (one given as input: the model's
+    get theirs in `agent`) gets them first, so that each can be answered."""
     result: list[AnyMessage] = []
     index = 0
     while index < len(messages):
         message = messages[index]
         index += 1
-        result.append(message)
         if not isinstance(message, AIMessage) or not (message.tool_calls or message.invalid_tool_calls):
+            result.append(message)
             continue
+        message = with_distinct_call_ids(message)
+        result.append(message)
         end = _segment_end(messages, index)  # the reply's answers are before its next reply
         calls = pending_calls(message)
         ids = {call.get("id") for call in calls}
@@ -177,15 +183,17 @@ class OpenCalls:
         asked = _asked_of(state) if newest is not None else set()
 
         def answer(reply: AIMessage, call: ToolCall) -> ToolMessage:
-            result = self._result(reply, call, state, config, reply is newest and call.get("id") in asked)
-            if reply is newest:
+            is_newest = newest is not None and reply.id == newest.id  # (a copy, when it got call ids)
+            result = self._result(reply, call, state, config, is_newest and call.get("id") in asked)
+            if is_newest:
                 made[call.get("id") or ""] = result
             return to_tool_message(call, result, self.config.max_output_chars, reply.id or "")
 
         history = with_answers([retried.get(m.id or "", m) for m in messages], answer)
         values: dict[str, Any] = {}
         if newest is not None and made:
-            batch = [made[key] for call in pending_calls(newest) if (key := call.get("id") or "") in made]
+            calls = pending_calls(with_distinct_call_ids(newest))
+            batch = [made[key] for call in calls if (key := call.get("id") or "") in made]
             values["cwd"] = next_cwd(batch, state.get("cwd"))
         if retried:
             values["attempt_serial"] = state.get("attempt_serial", 0) + 1

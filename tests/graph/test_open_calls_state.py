@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from tests.graph.test_open_calls import INPUTS, SLOW, Backend, lines, thread_config, wait_for
 from tests.support.openai_server import FakeOpenAIServer, ToolCall, text, tool_calls
@@ -120,3 +120,36 @@ def test_a_job_tool_cut_off_is_not_said_to_have_never_run(tmp_path: Path) -> Non
     assert (kill.artifact["outcome"], kill.artifact["spawn_error"]) == ("spawn_error", "interrupted")
     assert "it may have run" in kill.artifact["detail"]
     assert kill.artifact["command"] == "bash_kill job-1"
+
+
+# -- replies given as input ---------------------------------------------------------------------
+def _injected(*ids: str | None) -> AIMessage:
+    """A reply a client put in the input (Studio, the server's API): `agent` never gave its
+    calls their ids."""
+    calls = [{"name": "bash", "args": {"command": "echo ran >> injected"}, "id": i, "type": "tool_call"}
+             for i in ids]
+    return AIMessage("", tool_calls=calls, id="injected")
+
+
+@pytest.mark.parametrize("ids", [(None,), ("x", "x")], ids=["no-id", "one-id-twice"])
+def test_a_reply_given_as_input_gets_call_ids_and_answers_before_the_model(
+    ids: tuple[str | None, ...], tmp_path: Path
+) -> None:
+    """A call with no id (or one id for two calls) can never be answered: every later request
+    was refused (HTTP 400) and the thread was stuck. Each call gets an id and a `not_run` answer
+    and the request is valid; nothing runs."""
+    with FakeOpenAIServer() as server:
+        server.add(text("one"), text("two"))
+        backend = Backend("memory", tmp_path, server)
+        agent = backend.agent_on(backend.saver, None)
+        agent.invoke({"messages": [HumanMessage("go"), _injected(*ids)]}, thread_config())
+        agent.invoke({"messages": [HumanMessage("again")]}, thread_config())
+        server.assert_done()
+    messages = agent.get_state(thread_config()).values["messages"]
+    reply = messages[1]
+    answers = messages[2:2 + len(ids)]
+    assert [answer.tool_call_id for answer in answers] == [call["id"] for call in reply.tool_calls]
+    assert len({call["id"] for call in reply.tool_calls}) == len(ids)
+    assert all(answer.artifact["spawn_error"] == "not_run" for answer in answers)
+    assert [m.content for m in messages[-3:]] == ["one", "again", "two"]
+    assert not (tmp_path / "injected").exists()
