@@ -37,13 +37,14 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from bashgraph.graph.call_journal import CallContext, not_run_result
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import with_distinct_call_ids
-from bashgraph.graph.nodes import invalid_call_result, next_cwd, pending_calls, thread_of, to_tool_message
+from bashgraph.graph.nodes import end_event, invalid_call_result, next_cwd, pending_calls, thread_of, to_tool_message
 from bashgraph.graph.state import AgentState, latest_results
 from bashgraph.tools.results import CommandResult
 from bashgraph.tools.runner.drive import in_thread
@@ -118,6 +119,14 @@ class Settled:
 
     messages: list[AnyMessage]
     values: dict[str, Any]
+    ended: list[tuple[ToolCall, CommandResult]]
+    """The answers made, each reported as a `command_end` event, as `tools` reports its own."""
+
+    def report(self) -> None:
+        """The `command_end` events of the answers made (on the node's own thread)."""
+        emit = get_stream_writer()
+        for call, result in self.ended:
+            emit(end_event(call, result))
 
     def state(self, state: AgentState) -> AgentState:
         """What `agent` reads: `state` as the stopped step would have left it."""
@@ -151,6 +160,7 @@ class OpenCalls:
             settled = self.settled(state, config) if may_be_unsettled(state.get("messages", [])) else None
             if settled is None:
                 return node(state, config)
+            settled.report()
             return settled.stored(node(settled.state(state), config))
 
         return answered_first
@@ -166,6 +176,7 @@ class OpenCalls:
             settled = await in_thread(asyncio.get_running_loop(), work)
             if settled is None:
                 return await node(state, config)
+            settled.report()
             return settled.stored(await node(settled.state(state), config))
 
         return answered_first
@@ -177,7 +188,8 @@ class OpenCalls:
         newest = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         # The newest reply's results the stopped step would have had, by call id: for `cwd`.
         made: dict[str, CommandResult] = {}
-        retried = self._retried(state, config, newest, made) if newest is not None else {}
+        ended: list[tuple[ToolCall, CommandResult]] = []
+        retried = self._retried(state, config, newest, made, ended) if newest is not None else {}
         if not retried and not has_open_calls(messages):
             return None
         asked = _asked_of(state) if newest is not None else set()
@@ -187,6 +199,7 @@ class OpenCalls:
             result = self._result(reply, call, state, config, is_newest and call.get("id") in asked)
             if is_newest:
                 made[call.get("id") or ""] = result
+            ended.append((call, result))
             return to_tool_message(call, result, self.config.max_output_chars, reply.id or "")
 
         history = with_answers([retried.get(m.id or "", m) for m in messages], answer)
@@ -197,14 +210,15 @@ class OpenCalls:
             values["cwd"] = next_cwd(batch, state.get("cwd"))
         if retried:
             values["attempt_serial"] = state.get("attempt_serial", 0) + 1
-        return Settled(history, values)
+        return Settled(history, values, ended)
 
     def _retried(
-        self, state: AgentState, config: RunnableConfig, newest: AIMessage, made: dict[str, CommandResult]
+        self, state: AgentState, config: RunnableConfig, newest: AIMessage, made: dict[str, CommandResult],
+        ended: list[tuple[ToolCall, CommandResult]],
     ) -> dict[str, ToolMessage]:
         """New answers for the newest reply's environment faults whose retry the journal shows
         started (the thread went on with input instead of the stopped `retry`), by the id of
-        the answer each replaces; their results go into `made`."""
+        the answer each replaces; their results go into `made` and `ended`."""
         ctx = CallContext(thread_of(config), message_id=newest.id or "", attempt=state.get("attempt_serial", 0) + 1)
         calls = {call.get("id"): call for call in newest.tool_calls}
         found: dict[str, ToolMessage] = {}
@@ -215,6 +229,7 @@ class OpenCalls:
             retry = self.executor.settle_retry(call, result.cwd, ctx)
             if retry is not None:
                 made[call.get("id") or ""] = retry
+                ended.append((call, retry))
                 found[tool.id] = to_tool_message(call, retry, self.config.max_output_chars, newest.id or "")
         return found
 

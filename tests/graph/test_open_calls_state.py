@@ -153,3 +153,28 @@ def test_a_reply_given_as_input_gets_call_ids_and_answers_before_the_model(
     assert all(answer.artifact["spawn_error"] == "not_run" for answer in answers)
     assert [m.content for m in messages[-3:]] == ["one", "again", "two"]
     assert not (tmp_path / "injected").exists()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_answers_made_from_the_journal_are_reported_as_command_end_events(mode: str, tmp_path: Path) -> None:
+    """A UI that showed the stopped run's `command_start` learns how each command ended, as
+    after a resume (docs/cli.md: `command_end`, also for a result replayed from the journal)."""
+    with FakeOpenAIServer() as server:
+        server.add(tool_calls(ToolCall("bash", {"command": "echo quick"}, id="quick"),
+                              ToolCall("bash", {"command": SLOW}, id="slow")), text("told"))
+        backend = Backend("sqlite", tmp_path, server)
+
+        async def main() -> list[Any]:
+            await _cancel_when(backend, lambda: lines(tmp_path / "counter") == 1, "quick")
+            if mode == "sync":
+                return []
+            async with backend.async_agent() as agent:
+                return [e async for e in agent.astream(INPUTS["message"], thread_config(), stream_mode="custom")]
+
+        events = asyncio.run(main())
+        if mode == "sync":
+            with backend.sync_agent() as agent:
+                events = list(agent.stream(INPUTS["message"], thread_config(), stream_mode="custom"))
+        server.assert_done()
+    ended = [(e["call_id"], e["outcome"], e["spawn_error"]) for e in events if e.get("event") == "command_end"]
+    assert ended == [("quick", "ok", None), ("slow", "spawn_error", "interrupted")]
