@@ -35,6 +35,9 @@ _NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 _TRIGGER_PREFIX = "branch:to:"
 _START = "__start__"
 _HUMAN_ROLES = frozenset({"human", "user"})
+#: The id of a RemoveMessage that removes every message (LangGraph's REMOVE_ALL_MESSAGES; this
+#: reader imports no LangGraph).
+_REMOVE_ALL = "__remove_all__"
 
 
 @dataclass(frozen=True)
@@ -317,21 +320,29 @@ def _next_nodes(values: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _outcome_lines(tasks: Iterable[_Task], held: dict[Any, Any]) -> Iterator[str]:
-    """The outcomes of the answers the tasks wrote. One an earlier step wrote, written again
-    unchanged (a step that stores the whole conversation again, graph/open_calls.py), is that
-    step's. (The `messages` channel keeps only each step's writes: `held` has them so far.)"""
+    """The outcomes of the answers the tasks wrote. In a write that stores the whole
+    conversation again (a removal of all messages first: graph/open_calls.py), one an earlier
+    step wrote unchanged is that step's. (The `messages` channel keeps only each step's writes:
+    `held` has the answers written so far.)"""
     for task in tasks:
         for channel, value in task.writes:
             if channel != "messages":
                 continue
-            for message in value if isinstance(value, list) else [value]:
+            batch = value if isinstance(value, list) else [value]
+            rewrite = any(_removes_all(message) for message in batch)
+            for message in batch:
                 artifact = _tool_artifact(message)
                 if artifact is None:
                     continue
                 answer_id = message.args.get("id")
-                if held.get(answer_id) != message.args:
+                if not rewrite or held.get(answer_id) != message.args:
                     yield outcome_text(CommandResult.from_dict(artifact))
                 held[answer_id] = message.args
+
+
+def _removes_all(message: Any) -> bool:
+    return (isinstance(message, Stored) and message.name == "RemoveMessage"
+            and isinstance(message.args, Mapping) and message.args.get("id") == _REMOVE_ALL)
 
 
 def _tool_artifact(message: Any) -> dict[str, Any] | None:

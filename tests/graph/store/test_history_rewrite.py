@@ -46,3 +46,25 @@ def test_a_rewriting_step_lists_only_the_answers_it_made(db_url: str, thread_pre
         assert outcomes(session.history(thread)) == expected
     if not db_url.startswith("postgres"):
         assert outcomes(read_history(db_url, thread) or []) == expected
+
+
+def test_a_step_replayed_from_an_earlier_checkpoint_keeps_its_outcome(
+    db_url: str, thread_prefix: str, tmp_path: Path
+) -> None:
+    """Time travel in the same thread: `tools` run again from the checkpoint before it answers
+    from the journal with the same answer. It is that step's outcome in both readers: only a
+    step that writes the whole conversation again repeats earlier answers."""
+    thread = f"{thread_prefix}-replay"
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
+    model = ScriptedChatModel([calls_reply("echo one"), answer("done"), answer("done again")])
+    settings = AgentConfig(workdir=str(tmp_path))
+    with open_checkpointer(db_url) as saver, open_journal(db_url) as journal:
+        agent = build_graph(model=model, config=settings, checkpointer=saver, journal=journal)
+        agent.invoke({"messages": [HumanMessage("one")]}, config)
+        before_tools = next(s for s in agent.get_state_history(config) if s.next == ("tools",))
+        agent.invoke(None, before_tools.config)
+    expected = [("tools", "ok `echo one`"), ("tools", "ok `echo one`")]
+    with open_session(db_url, model=ScriptedChatModel([]), config=settings) as session:
+        assert outcomes(session.history(thread)) == expected
+    if not db_url.startswith("postgres"):
+        assert outcomes(read_history(db_url, thread) or []) == expected
