@@ -269,9 +269,10 @@ class Executor:
 
     def settle_retry(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult | None:
         """`settle` for a retry (`ctx.attempt`) of a call already answered: None when the retry
-        never started, or when there is no journal to say (the stored answer stands)."""
+        never started, or when there is no journal to say (the stored answer stands; a job tool
+        is never journaled)."""
         ctx = self._with_journal(ctx)
-        if ctx.journal is None or ctx.thread_id is None:
+        if ctx.journal is None or ctx.thread_id is None or call["name"] in JOB_TOOL_NAMES:
             return None
         return self.settle(call, cwd, ctx)
 
