@@ -251,11 +251,13 @@ class Executor:
     def settle(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult | None:
         """What became of a call that was never answered, run nothing (blocking: a sweep may wait
         up to grace + 5 s): its journaled result, `interrupted` once what is left of its run is
-        stopped, an args error, or None when it never started. With no journal to ask, it may
-        have run: `interrupted`, saying so."""
+        stopped, an args error, or None when it never started. With no journal to ask (and for a
+        job tool, which is never journaled), it may have run: `interrupted`, saying so."""
         ctx = self._with_journal(ctx)
         if call["name"] in JOB_TOOL_NAMES:
-            return None  # a job tool starts no command and is never journaled
+            # Never journaled: it may have stopped the job, or read output no one will see again.
+            args = call["args"] if isinstance(call["args"], dict) else {}
+            return unrecorded_result(f"{call['name']} {args.get('job_id', '')}".rstrip(), cwd)
         found = self._recorded(call, ctx)
         if isinstance(found, _CutOff):
             return interrupted_result(found.entry, sweep_cut_off(found.entry, self.config.grace_s), cwd)
@@ -264,6 +266,15 @@ class Executor:
         if ctx.journal is None or ctx.thread_id is None:
             return unrecorded_result(found[1].command, cwd)
         return None
+
+    def settle_retry(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult | None:
+        """`settle` for a retry (`ctx.attempt`) of a call already answered: None when the retry
+        never started, or when there is no journal to say (the stored answer stands; a job tool
+        is never journaled)."""
+        ctx = self._with_journal(ctx)
+        if ctx.journal is None or ctx.thread_id is None or call["name"] in JOB_TOOL_NAMES:
+            return None
+        return self.settle(call, cwd, ctx)
 
     def _begin(self, call: ToolCall, cwd: str | None,
                ctx: CallContext) -> _Plan | CommandResult | _CutOff:

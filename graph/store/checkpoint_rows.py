@@ -35,6 +35,9 @@ _NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 _TRIGGER_PREFIX = "branch:to:"
 _START = "__start__"
 _HUMAN_ROLES = frozenset({"human", "user"})
+#: The id of a RemoveMessage that removes every message (LangGraph's REMOVE_ALL_MESSAGES; this
+#: reader imports no LangGraph).
+_REMOVE_ALL = "__remove_all__"
 
 
 @dataclass(frozen=True)
@@ -287,10 +290,13 @@ def _read_history(path: str, thread_id: str) -> list[CheckpointRow] | None:
     if not checkpoints:
         return None
     parents: list[_Checkpoint | None] = [*checkpoints[1:], None]
-    return [_row(checkpoint, parent) for checkpoint, parent in zip(checkpoints, parents, strict=True)]
+    # Oldest first: `held` gathers the answers each step wrote, for the steps after it.
+    held: dict[Any, Any] = {}
+    pairs = list(zip(checkpoints, parents, strict=True))
+    return [_row(checkpoint, parent, held) for checkpoint, parent in reversed(pairs)][::-1]
 
 
-def _row(checkpoint: _Checkpoint, parent: _Checkpoint | None) -> CheckpointRow:
+def _row(checkpoint: _Checkpoint, parent: _Checkpoint | None, held: dict[Any, Any]) -> CheckpointRow:
     # The tasks of the parent checkpoint that finished are the ones whose writes made this one.
     made_by = [task for task in parent.tasks.values() if task.finished] if parent else []
     metadata = checkpoint.metadata
@@ -302,7 +308,7 @@ def _row(checkpoint: _Checkpoint, parent: _Checkpoint | None) -> CheckpointRow:
         node = str(metadata.get("source", ""))
     return CheckpointRow(
         checkpoint_id=checkpoint.checkpoint_id, step=int(metadata.get("step", -1)), node=node,
-        outcomes="; ".join(_outcome_lines(made_by)), created_at=checkpoint.created_at,
+        outcomes="; ".join(_outcome_lines(made_by, held)), created_at=checkpoint.created_at,
         next=_next_nodes(checkpoint.values),
     )
 
@@ -313,15 +319,30 @@ def _next_nodes(values: Mapping[str, Any]) -> tuple[str, ...]:
     return (_START, *nodes) if _START in values else tuple(nodes)
 
 
-def _outcome_lines(tasks: Iterable[_Task]) -> Iterator[str]:
+def _outcome_lines(tasks: Iterable[_Task], held: dict[Any, Any]) -> Iterator[str]:
+    """The outcomes of the answers the tasks wrote. In a write that stores the whole
+    conversation again (a removal of all messages first: graph/open_calls.py), one an earlier
+    step wrote unchanged is that step's. (The `messages` channel keeps only each step's writes:
+    `held` has the answers written so far.)"""
     for task in tasks:
         for channel, value in task.writes:
             if channel != "messages":
                 continue
-            for message in value if isinstance(value, list) else [value]:
+            batch = value if isinstance(value, list) else [value]
+            rewrite = any(_removes_all(message) for message in batch)
+            for message in batch:
                 artifact = _tool_artifact(message)
-                if artifact is not None:
+                if artifact is None:
+                    continue
+                answer_id = message.args.get("id")
+                if not rewrite or held.get(answer_id) != message.args:
                     yield outcome_text(CommandResult.from_dict(artifact))
+                held[answer_id] = message.args
+
+
+def _removes_all(message: Any) -> bool:
+    return (isinstance(message, Stored) and message.name == "RemoveMessage"
+            and isinstance(message.args, Mapping) and message.args.get("id") == _REMOVE_ALL)
 
 
 def _tool_artifact(message: Any) -> dict[str, Any] | None:

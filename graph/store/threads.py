@@ -197,21 +197,31 @@ def _row(snapshot: StateSnapshot, parent: StateSnapshot | None) -> CheckpointRow
     else:
         node = str(metadata.get("source", ""))
     results = [task.result for task in made_by]
+    held = _answers_held(parent.values) if parent else {}
     return CheckpointRow(
         checkpoint_id=str(snapshot.config["configurable"]["checkpoint_id"]),
         step=int(metadata.get("step", -1)),
         node=node,
-        outcomes="; ".join(_outcome_lines(results)),
+        outcomes="; ".join(_outcome_lines(results, held)),
         created_at=snapshot.created_at or "",
         next=tuple(snapshot.next),
     )
 
 
-def _outcome_lines(results: Iterable[Any]) -> Iterator[str]:
+def _answers_held(values: Any) -> dict[str | None, ToolMessage]:
+    """The answers a checkpoint's conversation already holds, by message id."""
+    messages = values.get("messages", []) if isinstance(values, dict) else []
+    return {message.id: message for message in messages if isinstance(message, ToolMessage)}
+
+
+def _outcome_lines(results: Iterable[Any], held: dict[str | None, ToolMessage]) -> Iterator[str]:
+    """The outcomes of the answers the step wrote. One it wrote again unchanged (a step that
+    stores the whole conversation again, graph/open_calls.py) is an earlier step's."""
     for result in results:
         messages = result.get("messages", []) if isinstance(result, dict) else []
         for message in messages if isinstance(messages, list) else [messages]:
-            if isinstance(message, ToolMessage) and isinstance(message.artifact, dict):
+            is_answer = isinstance(message, ToolMessage) and isinstance(message.artifact, dict)
+            if is_answer and held.get(message.id) != message:
                 yield outcome_text(CommandResult.from_dict(message.artifact))
 
 
