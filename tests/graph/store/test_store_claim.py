@@ -165,3 +165,40 @@ def test_two_processes_racing_on_postgres_start_each_call_once() -> None:
         assert sorted(outcomes.get(timeout=5) for _ in racers) == ["refused", "started"]
         with PostgresStore.from_conn_string(url) as store:
             store.delete(("bashgraph_journal", thread_id), "0/reply/call_1")
+
+
+@pytest.fixture
+def scratch_database() -> Iterator[str]:
+    """A database of its own (dropped afterwards), for tables no other test may see."""
+    import psycopg
+
+    url = _postgres_url()
+    name = f"bashgraph_scratch_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_deleting_a_servers_thread_deletes_its_journal_rows(scratch_database: str) -> None:
+    """A database with the self-hosted server's `threads` table: the rows of a deleted thread go
+    with it, whoever deletes it; another thread's rows stay."""
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+
+    gone, kept = str(uuid.uuid4()), str(uuid.uuid4())
+    with psycopg.connect(scratch_database, autocommit=True) as conn:
+        conn.execute("CREATE TABLE threads (thread_id uuid PRIMARY KEY, status text)")
+        conn.execute("INSERT INTO threads VALUES (%s, 'idle'), (%s, 'idle')", (gone, kept))
+    with PostgresStore.from_conn_string(scratch_database) as store:
+        store.setup()
+        journal = StoreJournal(store)
+        for thread_id in (gone, kept):
+            journal.start(thread_id, "reply/call_1", 0, "seq 1 100000")
+        with psycopg.connect(scratch_database, autocommit=True) as conn:
+            conn.execute("DELETE FROM threads WHERE thread_id = %s", (gone,))
+        assert journal.lookup(gone, "reply/call_1", 0) is None
+        assert journal.lookup(kept, "reply/call_1", 0) is not None
