@@ -194,15 +194,27 @@ def _run_workers(workers: int, levels: list[int], database: str, redis: str, fol
     return results
 
 
+def _migrate(database: str, redis: str, folder: Path) -> None:
+    with CommandModel() as model:
+        first = Deployment(_server_env(database, redis, model, folder), folder / "migrate.log")
+        first.start()
+        first.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="20 concurrent runs, 1 and 2 workers")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], choices=[1, 2, 3, 4],
+                        help="worker counts to measure (default: 1 2)")
+    parser.add_argument("--levels", type=int, nargs="+", help="concurrent runs per level")
     args = parser.parse_args()
     reason = missing()
     if reason:
         print(f"bench_serving: skipped, no self-hosted deployment here: {reason}")
         return 0
-    levels = [20] if args.quick else [20, 50, 100, 200]
+    levels = args.levels or ([20] if args.quick else [20, 50, 100, 200])
+    if min(levels) < 1:
+        parser.error("--levels: each level needs at least one run")
     print(f"{len(levels)} level(s), each run: {STEPS} x `{COMMAND}` (ideal {STEPS * 0.2:.1f} s)")
     print("| workers | concurrent runs | runs/s | p50 s | p95 s | failed | not final "
           "| server CPU/run | bashgraph share |")
@@ -211,7 +223,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, Redis() as redis, \
             fresh_database(os.environ[POSTGRES_ENV]) as database:
         folder = Path(tmp)
-        for workers in (1, 2):  # one worker first: it runs the migrations
+        if min(args.workers) > 1:  # the migrations need one worker first (docs/serving.md)
+            _migrate(database, redis.url, folder)
+        for workers in sorted(args.workers):
             results += _run_workers(workers, levels, database, redis.url, folder)
     failed = sum(level.failed for level in results)
     # With one worker the stream of a run is in the process that joins it: its `runs.wait` must
