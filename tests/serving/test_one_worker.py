@@ -29,7 +29,7 @@ from tests.serving.conftest import (
 )
 from tests.serving.deployment import Deployment
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # a server starts in the first test
 GRAPH = "bashgraph"
 
 
