@@ -4,9 +4,9 @@ A `BaseStore` offers get and put (an upsert) but no "insert only if absent", so 
 thread that both read "no row" would both start the command. Where the store's backend can do
 better, `claim` does:
 
-* PostgreSQL (`PostgresStore`, `AsyncPostgresStore`: the self-hosted server's store and the
-  Platform's) — one `INSERT ... ON CONFLICT (prefix, key) DO NOTHING` into the store's own
-  table; of two starts of one call, in any processes on any hosts, exactly one inserts.
+* PostgreSQL (`PostgresStore`, `AsyncPostgresStore`: the self-hosted server's store) — one
+  `INSERT ... ON CONFLICT (prefix, key) DO NOTHING` into the store's own table; of two starts of
+  one call, in any processes on any hosts, exactly one inserts.
 * any other store — a lock held in this process across the get and the put: atomic for the
   stores that live in one process (`InMemoryStore`, which `langgraph dev` serves), and for
   several threads of one process on a shared file (SQLite). Two processes sharing another kind

@@ -8,14 +8,14 @@ without a journal and the run has a store, each command's row lives there, in th
 meaning as a row of graph/store/journal.py: a start without a result is a command that was cut off,
 which a resume reports as `spawn_error/interrupted` instead of running it again.
 
-A start is an insert-if-absent (graph/store/store_claim.py): on PostgreSQL, the store of the
-self-hosted server and of the Platform, a second start of one call is refused atomically whatever
-the server does, and the row is committed before the command starts. Other stores make it atomic
+A start is an insert-if-absent (graph/store/store_claim.py): on langgraph's PostgreSQL stores
+(the self-hosted server's), a second start of one call is refused atomically whatever the server
+does, and the row is committed before the command starts. Other stores make it atomic
 within one process only; across processes they rely on the server running one run per thread at a
 time (its multitask strategy). Local sessions keep their own table (graph/store/journal.py), which
 also fsyncs each start itself. `langgraph dev` keeps its store in memory and writes
 it to `.langgraph_api/` every 10 s, together with its checkpoints: a crash of the dev server loses
-up to the last 10 s of both (see docs/servers.md).
+up to the last 10 s of both (see docs/serving.md).
 """
 
 from __future__ import annotations
