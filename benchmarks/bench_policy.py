@@ -59,6 +59,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "nested $( x60": lambda n: "echo " + "$(" * 60 + "a" * (n - 200) + ")" * 60,
     "${ } expansions": lambda n: fill("${a:-${b}}", n, "echo "),
     "wrappers": lambda n: fill("nice ", n, "", "rm -rf x"),
+    "sed script": lambda n: fill("s/a[/]b/c/g;", n, "sed -e '", "' f"),
+    "awk program": lambda n: fill("$1 || $2 ", n, "awk '", "' f"),
+    "unknown wrapper option": lambda n: fill("--x v ", n, "strace ", "rm x"),
+    "eval $X chain": lambda n: fill('eval "$X"; ', n),
+    "HOME and ~ words": lambda n: fill("HOME=x; ", n, "", "echo > ~/a"),
+    "device operands": lambda n: fill("/dev/sda ", n, "mkswap "),
     "rm many targets": lambda n: fill("ab ", n, "rm -rf "),
     "cd chain": lambda n: fill("cd a;", n),
     "eval chain": lambda n: fill("eval ", n, "", "ls"),
@@ -66,6 +72,13 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "functions+pipes": lambda n: fill("f() { f|g; }; ", n),
     "find {}{}… long path": lambda n: "find " + "a" * (n // 2) + " -exec echo " + "{}" * (n // 4 - 10) + " +",
     "here-docs 15 sh x8": nested_exec_heredocs,
+    "! ((0)) keywords": lambda n: fill("! ((0)) ", n),
+    "for x do keywords": lambda n: fill("for x do ", n, "", "true; done"),
+    "case patterns": lambda n: fill("a|", n, "case x in ", "b) ls;; esac"),
+    "case clauses": lambda n: fill("a) ls;; ", n, "case x in ", "esac"),
+    "here-docs in $( )": lambda n: fill("$(cat <<E\nx\nE\n)", n, "echo "),
+    "${ } unclosed quotes": lambda n: fill("${x:-'}", n, "echo "),
+    "trap nested": lambda n: fill("trap '", n, "", "ls' EXIT"),
 }
 
 

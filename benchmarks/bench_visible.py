@@ -6,15 +6,15 @@ escape sequence per 5 characters, bidi overrides and zero-width characters, line
 `one_line`; the secret redaction every output passes through, on a run of `eyJ` (the start of
 a JWT, with no dot to end it) and on JWT shapes; then what the terminal does with the same
 sizes: a command's output that is one endless line, fed in 4 KB chunks to the live area; a
-runaway reply streamed in 4-character tokens; a final answer of character references,
-comments and markup rendered as Markdown
-(`safe_markdown`, to a console in memory). Printed: µs per KB at each size, the growth of time
+runaway reply streamed in 4-character tokens; a final answer (a Markdown table) printed by the
+terminal renderer, to a console in memory. Printed: µs per KB at each size, the growth of time
 per KB from the smallest to the largest size (1.0 is linear; quadratic would be 100), and the
 time relative to an anchor measured in the same rounds: `str.encode("utf-8")` of the same 1 MB
-text, one C loop over every character.
+text, one C loop over every character. Then the slowest Markdown shapes found at
+`MARKDOWN_MAX_CHARS`, the longest answer still laid out as Markdown: ms per answer.
 
     python benchmarks/bench_visible.py            # 7 rounds
-    python benchmarks/bench_visible.py --quick    # 2 rounds (CI smoke, about 20 s: the Markdown)
+    python benchmarks/bench_visible.py --quick    # 2 rounds (CI smoke)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from bashgraph.graph.cli.markdown import safe_markdown
+from bashgraph.graph.cli.markdown import MARKDOWN_MAX_CHARS
 from bashgraph.graph.cli.terminal import TerminalRenderer, _Running
 from bashgraph.tools.safety.redact import Redactor
 from bashgraph.tools.safety.visible import one_line, visible
@@ -38,6 +38,7 @@ SHAPES: dict[str, str] = {
     "all ESC": "\x1b",
     "sequences": "\x1b[2Kx",
     "bidi+zw": "\u202ea\u200bb",
+    "joiners": "👨\u200d👩 a\u200d#\ufe0f",
     "lines (one_line)": "ls -l\n",
 }
 
@@ -59,7 +60,22 @@ def live_tokens(text: str) -> None:
 
 
 def final_answer(text: str) -> None:
-    Console(file=io.StringIO(), width=100, color_system=None).print(safe_markdown(text))
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    TerminalRenderer(console)._on_model_reply({"text": text, "tool_calls": []})
+
+
+#: The slowest shapes for rich's Markdown found (per character), for the row at the limit.
+MARKDOWN_SHAPES = {"table": "| a | *b* | `c` |\n", "block quote": "> " * 20 + "x\n" * 40,
+                   "code block": "```\n" + "x = 1\n" * 40 + "```\n", "list": "- item\n",
+                   "references": "&#x202E;a *b* `c` <!-- d -->\n"}
+
+
+def markdown_at_limit(rounds: int) -> None:
+    print(f"\n{'Markdown at the limit':<22}{'ms per answer':>14}   ({MARKDOWN_MAX_CHARS:,} characters)")
+    for name, unit in MARKDOWN_SHAPES.items():
+        text = (unit * (MARKDOWN_MAX_CHARS // len(unit) + 1))[:MARKDOWN_MAX_CHARS]
+        spent = [seconds(final_answer, text) for _ in range(rounds)]
+        print(f"{name:<22}{statistics.median(spent) * 1000:14.1f}")
 
 
 REDACTOR = Redactor.from_environ({})
@@ -69,7 +85,7 @@ READERS.update({
     "redact: JWT shapes": ("eyJhbGciOi.eyJzdWIiOiIx.aaaaaaaaaa ", REDACTOR.redact),
     "live: endless line": ("abcdefghij", live_output),
     "live: model tokens": ("word \x1b[2K", live_tokens),
-    "final answer (md)": ("&#x202E;a *b* `c` <!-- d -->\n", final_answer),
+    "final answer": ("| a | *b* | `c` |\n", final_answer),
 })
 
 
@@ -104,6 +120,7 @@ def main() -> None:
         ratio = statistics.median(ours[SIZES[-1]]) / statistics.median(anchor)
         print(f"{shape:<18}" + "".join(f"{per_kb[size]:16.1f}" for size in SIZES)
               + f"{growth:8.2f}{ratio:17.2f}")
+    markdown_at_limit(rounds)
 
 
 if __name__ == "__main__":

@@ -36,9 +36,10 @@ def job_call(tool: str, messages: list[BaseMessage], call_id: str) -> AIMessage:
 
 def main() -> int:
     port = free_port()
-    fetch = (f"python3 -c \"import time, urllib.request as u\nfor _ in range(100):\n try: "
+    # A script file, not `python3 -c CODE`: program text on the command line is asked.
+    fetch = (f"cat > fetch.py <<'EOF'\nimport time, urllib.request as u\nfor _ in range(100):\n try: "
              f"print(u.urlopen('http://127.0.0.1:{port}/hello.txt').read().decode()); break\n "
-             f"except OSError: time.sleep(0.1)\"")
+             f"except OSError: time.sleep(0.1)\nEOF\npython3 fetch.py")
     model = ScriptedChatModel([
         AIMessage(content="", tool_calls=[ToolCall(
             name="bash", args={"command": f"python3 -m http.server {port} --bind 127.0.0.1",

@@ -20,6 +20,7 @@ from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.deferred import DeferredChatModel, LazyModel
 from bashgraph.graph.nodes import LoopNodes
+from bashgraph.graph.open_calls import OpenCalls
 from bashgraph.graph.recovery import RecoveryNodes
 from bashgraph.graph.routing import (
     AGENT_EDGES,
@@ -71,7 +72,9 @@ def build_graph(
     # Callers see AgentInput and PublicState (Studio's input form, `invoke`'s result); the nodes
     # read and write all of AgentState, the bookkeeping included.
     builder: Builder = StateGraph(AgentState, input_schema=AgentInput, output_schema=PublicState)
-    builder.add_node("agent", dual_node(loop.agent, loop.aagent, "agent"))
+    # Before each model call, every call in the history gets an answer (graph/open_calls.py).
+    answers = OpenCalls(config, executor)
+    builder.add_node("agent", dual_node(answers.before(loop.agent), answers.abefore(loop.aagent), "agent"))
     builder.add_node("approve", ApprovalNode(config, checker))
     builder.add_node("tools", dual_node(loop.tools, loop.atools, "tools"))
     builder.add_node("route", loop.route)

@@ -93,6 +93,21 @@ def interrupted_result(entry: JournalEntry, swept: Swept, cwd: str | None) -> Co
     )
 
 
+def unrecorded_result(command: str, cwd: str | None) -> CommandResult:
+    """`interrupted` for a call with no answer and no journal to say whether it started: it may
+    have run, so it is not run again (fail closed)."""
+    return spawn_failure(
+        SpawnErrorKind.INTERRUPTED, command,
+        "the run stopped before this call was answered, and no command journal records whether "
+        "it started: it may have run and had side effects, so it was not run again", cwd=cwd,
+    )
+
+
+def not_run_result(command: str, why: str, cwd: str | None) -> CommandResult:
+    """`not_run` for a call the journal shows never started: `why` says what came instead."""
+    return spawn_failure(SpawnErrorKind.NOT_RUN, command, f"it was not run: {why}", cwd=cwd)
+
+
 def sweep_cut_off(entry: JournalEntry, grace: float) -> Swept:
     """Stop what still runs of a cut-off call (blocking: up to grace + 5 s)."""
     if entry.marker is None:

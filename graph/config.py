@@ -97,9 +97,17 @@ class AgentConfig:
     model_max_retries: int = 2
     """Retries of a model request on 429, 5xx and connection errors (with backoff)."""
 
+    model_retry_after_max_s: float = 60.0
+    """Longest wait a rate-limited (or overloaded) server may ask for with `Retry-After` that is
+    waited out; a longer one stops the request at once, saying when to try again."""
+
     model_streaming: bool = True
     """Stream model replies when tokens are shown live; false for servers that cannot stream tool
     calls (llama-cpp-python's chatml-function-calling): replies then arrive whole."""
+
+    keep_think: bool = False
+    """Keep a leading `<think>…</think>` block in the model's text. By default it is set aside as
+    the reply's reasoning: never shown as the answer, nor sent back as text."""
 
     approval: ApprovalMode = "rules"
     """When to ask a person before a command: never, when a rule says ask, or always."""
@@ -144,7 +152,8 @@ class AgentConfig:
         if self.timeout_s > self.max_timeout_s:
             raise ConfigError("timeout_s cannot exceed max_timeout_s")
         _check_not_negative(self, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
-                            "failure_history", "model_max_retries", "max_replans")
+                            "failure_history", "model_max_retries", "max_replans",
+                            "model_retry_after_max_s")
         if self.base_url:  # empty: not set (OPENAI_BASE_URL, else the OpenAI API), as before
             _check_url(self.base_url)
 

@@ -40,13 +40,14 @@ from bashgraph.graph.call_journal import (
     JournalEntry,
     interrupted_result,
     sweep_cut_off,
+    unrecorded_result,
 )
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
-from bashgraph.tools.bash_tool import BASH_TOOL_NAME, validate_bash_args
+from bashgraph.tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.results import CommandResult, args_error
@@ -247,10 +248,41 @@ class Executor:
         return Setup(workdir=workdir, sandbox=sandbox, options=options,
                      loop_options=dataclasses.replace(options, process_cwd=here))
 
+    def settle(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult | None:
+        """What became of a call that was never answered, run nothing (blocking: a sweep may wait
+        up to grace + 5 s): its journaled result, `interrupted` once what is left of its run is
+        stopped, an args error, or None when it never started. With no journal to ask, it may
+        have run: `interrupted`, saying so."""
+        ctx = self._with_journal(ctx)
+        if call["name"] in JOB_TOOL_NAMES:
+            return None  # a job tool starts no command and is never journaled
+        found = self._recorded(call, ctx)
+        if isinstance(found, _CutOff):
+            return interrupted_result(found.entry, sweep_cut_off(found.entry, self.config.grace_s), cwd)
+        if isinstance(found, CommandResult):
+            return found
+        if ctx.journal is None or ctx.thread_id is None:
+            return unrecorded_result(found[1].command, cwd)
+        return None
+
     def _begin(self, call: ToolCall, cwd: str | None,
                ctx: CallContext) -> _Plan | CommandResult | _CutOff:
         """Validate and journal a call; a CommandResult means "answer this, run nothing", a
         _CutOff "answer `interrupted` once what is left of its run is stopped"."""
+        found = self._recorded(call, ctx)
+        if not isinstance(found, tuple):
+            return found
+        call_id, args = found
+        marker = os.urandom(16).hex()
+        if ctx.journal is not None and ctx.thread_id is not None:
+            check_held(ctx.thread_id)  # a lock lost meanwhile: another worker may run the thread
+            ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
+        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
+
+    def _recorded(self, call: ToolCall,
+                  ctx: CallContext) -> CommandResult | _CutOff | tuple[str, BashArgs]:
+        """Validate a call and read its journal row: an answer (args error or recorded result), a
+        cut-off start, or (its row's key, its arguments) when it never started."""
         if call["name"] != BASH_TOOL_NAME:
             tools = ", ".join((BASH_TOOL_NAME, *JOB_TOOL_NAMES))
             return args_error(f"unknown tool {call['name']!r}; the tools are {tools}")
@@ -272,11 +304,7 @@ class Executor:
             entry = self._entry(call_id, ctx)
         if entry is not None:
             return entry.result if entry.result is not None else _CutOff(entry)
-        marker = os.urandom(16).hex()
-        if ctx.journal is not None and ctx.thread_id is not None:
-            check_held(ctx.thread_id)  # a lock lost meanwhile: another worker may run the thread
-            ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
-        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
+        return call_id, args
 
     def _entry(self, call_id: str, ctx: CallContext) -> JournalEntry | None:
         if ctx.journal is None or ctx.thread_id is None:

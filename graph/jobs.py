@@ -18,7 +18,10 @@ Every job belongs to the run (the thread) whose `bash` call started it. `RunJobs
 
 A thread paused for a person keeps its jobs while the process that paused it lives (the CLI,
 asking on the terminal). When that process exits, they are stopped with it; a later resume finds
-them recorded as stopped and answers `spawn_error/interrupted` about them.
+them recorded as stopped and answers `spawn_error/interrupted` about them. While it lives and
+another process resumes the thread, a job is never reported stopped while it runs: `bash_output`
+answers that the job runs in that process (an args error: its output is not readable here), and
+`bash_kill` stops it for real by its marker and records so.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from bashgraph.tools.job_tools import KILL_TOOL_NAME, unknown_job
 from bashgraph.tools.jobs.sweep import sweep_marker
 from bashgraph.tools.jobs.table import Job, JobRequest, JobTable, started_result
-from bashgraph.tools.results import CommandResult, SpawnErrorKind, args_error, spawn_failure
+from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind, args_error, spawn_failure
 
 #: Why a job was stopped, as its journal row and the model read it.
 RUN_ENDED = "the run ended"
@@ -145,6 +148,10 @@ class RunJobs:
         table = self._table(thread or "")
         job = table.get(job_id)
         if job is None:
+            row = self._row(thread, job_id)
+            holder = _holder(row)
+            if row is not None and holder is not None:
+                return self._held_elsewhere(tool, thread, row, holder)
             return Answer(self._unknown(job_id, thread, table.ids()))
         if tool == KILL_TOOL_NAME:
             # Also after the shell exited: what it started in the background may still run.
@@ -171,6 +178,29 @@ class RunJobs:
             SpawnErrorKind.INTERRUPTED, row.command,
             f"job {job_id} is gone: {row.ended or WORKER_GONE}; it was stopped and is not "
             "started again")
+
+    def _held_elsewhere(self, tool: str, thread: str | None, row: JobRow, holder: int) -> Answer:
+        """A job that another live process started and still holds (it paused the thread, this
+        one resumed it): `bash_output` says it runs there; `bash_kill` stops it for real, by
+        its marker, which only its processes carry."""
+        where = f"process {holder}, which started it and still holds it"
+        if tool != KILL_TOOL_NAME:
+            held = {"event": "job_held", "job_id": row.job_id, "pid": holder,
+                    "state": f"still running in {where}"}  # for the person watching
+            return Answer(args_error(
+                f"job {row.job_id} is still running in {where}: this process cannot read its "
+                "output; bash_kill stops it", row.command), [held])
+        count = sweep_marker(row.marker, self.grace)
+        if self.journal is not None and thread is not None:
+            self.journal.job_ended(thread, row.job_id, f"stopped by bash_kill in process "
+                                                       f"{os.getpid()}; it ran in {where}")
+        state = "stopped (bash_kill)"
+        result = CommandResult(
+            outcome=Outcome.OK, command=row.command, stdout=f"[job {row.job_id}: {state}]\n",
+            detail=f"job {row.job_id} {state}: it ran in {where}; {count} of its processes "
+                   "were stopped; its output stays with that process")
+        return Answer(result, [{"event": "job_end", "job_id": row.job_id, "state": state,
+                                "exit_code": None, "signal": None}])
 
     def _row(self, thread: str | None, job_id: str) -> JobRow | None:
         if self.journal is None or thread is None:
@@ -285,6 +315,13 @@ def _output_events(job: Job, result: CommandResult) -> list[dict[str, Any]]:
 def owner_token() -> str:
     """This process, named so a later process can tell whether it still runs: boot, pid, start."""
     return f"{_boot_id()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _holder(row: JobRow | None) -> int | None:
+    """The pid of the live process other than this one that holds a running job, else None."""
+    if row is None or row.ended is not None or row.owner == owner_token() or not owner_alive(row.owner):
+        return None
+    return int(row.owner.split(":")[1])
 
 
 def owner_alive(token: str) -> bool:

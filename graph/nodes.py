@@ -13,16 +13,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
 from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
-from bashgraph.graph.checks import Checker, denial_of
+from bashgraph.graph.checks import Checker, checks_are_cheap, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
+from bashgraph.graph.models.cutoff import (
+    CUT_CALL,
+    empty_reply_failure,
+    empty_reply_note,
+    is_empty,
+    refuse_incomplete,
+)
+from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
@@ -90,7 +98,16 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        update = fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
+        if limit:
+            update = fresh | limit
+        else:
+            prompt = self._prompt(state)
+            first = self._clean(self.model.invoke(prompt, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(self.model.invoke([*prompt, note], config))]
+            update = fresh | self._after_reply(state, replies)
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -103,7 +120,18 @@ class LoopNodes:
         if limit:
             update = fresh | limit
         else:
-            update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+            prompt = self._prompt(state)
+            first = self._clean(await self.model.ainvoke(prompt, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(await self.model.ainvoke([*prompt, note], config))]
+            after = functools.partial(self._after_reply, state, replies)
+            # The policy's checks are linear but not free (a 100 KB line: ~0.1-0.4 s): off the
+            # event loop when they may take over a millisecond, so no other run waits on them.
+            calls = getattr(replies[-1], "tool_calls", None)
+            cheap = self.checker is None or checks_are_cheap(calls)
+            update = fresh | (after() if cheap else await in_thread(asyncio.get_running_loop(), after))
         return await aend_jobs_if_final(self.executor, update, config)
 
     def _prompt(self, state: AgentState) -> list[AnyMessage]:
@@ -114,12 +142,31 @@ class LoopNodes:
             return None
         return {"status": "failed", "reason": f"step limit reached ({self.config.max_steps})"}
 
-    def _after_reply(self, state: AgentState, reply: Any) -> dict[str, Any]:
+    def _clean(self, reply: Any) -> AIMessage:
+        """The reply as it is kept: valid Unicode, only whole calls, one id per call, the
+        thinking apart from the text."""
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=str(getattr(reply, "content", reply)))
         reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
+        reply = refuse_incomplete(reply)  # a call cut short never runs (graph/models/cutoff.py)
         reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
-        update: dict[str, Any] = {"messages": [reply], "steps": state.get("steps", 0) + 1}
+        return reply if self.config.keep_think else without_think(reply)
+
+    def _ask_again(self, state: AgentState, reply: AIMessage) -> bool:
+        """An empty reply is asked for once more, if the step limit leaves room for it."""
+        return is_empty(reply) and state.get("steps", 0) + 1 < self.config.max_steps
+
+    def _after_reply(self, state: AgentState, replies: list[AIMessage | HumanMessage]) -> dict[str, Any]:
+        reply = replies[-1]
+        assert isinstance(reply, AIMessage)
+        # An empty reply is not kept (some servers reject an assistant message with nothing in
+        # it); the note asking again is, so the history shows why the model was asked twice.
+        kept = [message for message in replies if not (isinstance(message, AIMessage) and is_empty(message))]
+        steps = state.get("steps", 0) + sum(isinstance(message, AIMessage) for message in replies)
+        update: dict[str, Any] = {"messages": kept, "steps": steps}
+        if is_empty(reply):
+            return update | {"status": "failed",
+                             "reason": empty_reply_failure(reply, asked_again=len(replies) > 1)}
         if not pending_calls(reply):
             update |= {"status": "done", "reason": None}
             return update
@@ -148,7 +195,8 @@ class LoopNodes:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
-        denied = self._denied_by_changed_rules(state, calls)
+        check = functools.partial(self._denied_by_changed_rules, state, calls)
+        denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
         results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit, denied) for call in calls))
         return self._batch_update(state, calls, list(results), ctx, cwd)
 
@@ -179,7 +227,7 @@ class LoopNodes:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
         result = denied.get(call.get("id") or "") or (
-            self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call))
+            self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else invalid_call_result(call))
         emit(end_event(call, result))
         return result
 
@@ -190,7 +238,8 @@ class LoopNodes:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
         result = denied.get(call.get("id") or "") or (
-            await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call) else _invalid(call))
+            await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call)
+            else invalid_call_result(call))
         emit(end_event(call, result))
         return result
 
@@ -279,9 +328,10 @@ def _is_valid(call: ToolCall) -> bool:
     return "__invalid__" not in call["args"]
 
 
-def _invalid(call: ToolCall) -> CommandResult:
+def invalid_call_result(call: ToolCall) -> CommandResult:
+    """The args error answering a call whose arguments did not parse: it never runs."""
     reason = str(call["args"]["__invalid__"])
-    if reason.startswith(UNENCODABLE_ARGS[:30]):  # already a whole sentence (graph/models/replies.py)
+    if reason.startswith((UNENCODABLE_ARGS[:30], CUT_CALL[:30])):  # already whole sentences
         return args_error(reason)
     return args_error(f"the tool call's arguments are not valid JSON ({reason})")
 

@@ -33,6 +33,7 @@ class SpawnErrorKind(StrEnum):
     INTERRUPTED = "interrupted"
     SANDBOX = "sandbox"
     DENIED = "denied"
+    NOT_RUN = "not_run"
 
 
 class Nature(StrEnum):
@@ -41,7 +42,8 @@ class Nature(StrEnum):
     #: The environment kept the command from running or finishing: a person, a retry or a
     #: change of plan may help, the same command unchanged usually does not.
     ENVIRONMENT_FAULT = "environment fault"
-    #: Someone said no (an approval rule or a person): nothing is wrong with the environment.
+    #: Someone said no (an approval rule or a person), or moved on before the command started
+    #: (new input instead of an answer): nothing is wrong with the environment.
     REFUSAL = "refusal"
 
 
@@ -123,6 +125,13 @@ KINDS: Final = MappingProxyType({
         meaning="an approval rule or a person refused the command; it never ran",
         produced_by="`approve` (the approval rules, or a person's answer)",
         words="denied",
+        nature=Nature.REFUSAL,
+    ),
+    SpawnErrorKind.NOT_RUN: KindEntry(
+        meaning="the run moved on before the command started (new input came after a cancel, a crash "
+                "or instead of an approval); it never ran",
+        produced_by="the graph, before the model is called again (the command journal shows no start)",
+        words="not run",
         nature=Nature.REFUSAL,
     ),
 })

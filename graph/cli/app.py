@@ -167,6 +167,10 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
                         help="what an environment fault does: ask a person, stop, or tell the model")
     parser.add_argument("--request-timeout", type=float, metavar="S", help="time limit of one model request")
     parser.add_argument("--model-retries", type=int, metavar="N", help="retries of a model request on 429/5xx")
+    parser.add_argument("--retry-after-max", type=float, metavar="S",
+                        help="longest Retry-After waited for; a longer one stops the run (default 60)")
+    parser.add_argument("--keep-think", action="store_true", default=None,
+                        help="keep a leading <think>…</think> block in the model's text")
     parser.add_argument("--approval", choices=("never", "rules", "always"),
                         help="when to ask a person before a command (default: rules)")
     parser.add_argument("--rule", action="append", metavar="ACTION:PATTERN",
@@ -222,8 +226,10 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
             workdir=args.workdir, timeout_s=args.timeout, max_steps=args.max_steps,
             on_environment_error=args.on_env_error, model=args.model, base_url=args.base_url,
             request_timeout_s=args.request_timeout, model_max_retries=args.model_retries,
+            model_retry_after_max_s=args.retry_after_max,
             approval=args.approval, rules=tuple(args.rule) if args.rule else None,
             policy_file=args.policy, sandbox=args.sandbox, allow_network=args.allow_network,
+            keep_think=args.keep_think,
         )
         make_policy(config)  # a bad --rule or --policy file: one line now, not a traceback later
         notice = model_notice(config)
@@ -259,6 +265,7 @@ _REPEATED = (
     ("workdir", "--workdir", True), ("timeout", "--timeout", False),
     ("max_steps", "--max-steps", False), ("on_env_error", "--on-env-error", False),
     ("request_timeout", "--request-timeout", False), ("model_retries", "--model-retries", False),
+    ("retry_after_max", "--retry-after-max", False),
     ("approval", "--approval", False), ("policy", "--policy", True),
 )
 
@@ -271,7 +278,8 @@ def repeated_options(args: argparse.Namespace) -> tuple[str, ...]:
         if value is not None:
             words += [flag, absolute(str(value)) if is_path else str(value)]
     words += [word for rule in args.rule or () for word in ("--rule", rule)]
-    words += [flag for name, flag in (("sandbox", "--sandbox"), ("allow_network", "--allow-network"))
+    words += [flag for name, flag in (("sandbox", "--sandbox"), ("allow_network", "--allow-network"),
+                                      ("keep_think", "--keep-think"))
               if getattr(args, name)]
     return tuple(words)
 

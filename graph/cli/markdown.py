@@ -5,6 +5,10 @@ Each piece is made visible after parsing, not before: markdown-it turns characte
 could still put a bidi override or a zero-width space on the screen. HTML, which rich does not
 draw, is shown as written rather than dropped: no part of what the model wrote is hidden from
 the person reading it.
+
+rich lays Markdown out at tens of microseconds per character (a 1 MB table took over a minute),
+so an answer longer than `MARKDOWN_MAX_CHARS` is not rendered: `renders_as_markdown` says so, and
+the terminal prints it as plain text, which costs a copy.
 """
 
 from __future__ import annotations
@@ -15,6 +19,15 @@ from markdown_it.token import Token
 from rich.markdown import Markdown
 
 from bashgraph.tools.safety import visible
+
+#: Longer final answers are shown as plain text: at this size the slowest shapes measured
+#: (block quotes, tables, code blocks; benchmarks/bench_visible.py) take well under a second.
+MARKDOWN_MAX_CHARS = 8_000
+
+
+def renders_as_markdown(text: str) -> bool:
+    """True when `text` is short enough to be laid out as Markdown in bounded time."""
+    return len(text) <= MARKDOWN_MAX_CHARS
 
 
 def safe_markdown(text: str) -> Markdown:

@@ -249,7 +249,7 @@ class PlainRenderer:
         elif kind == "command_end":
             yield (f"  {'[' + badge(event) + ']':<{BADGE_WIDTH + 2}} {duration(event):>{DURATION_WIDTH}}"
                    f"  $ {event.get('command')}")
-        elif kind in ("job_start", "job_end"):
+        elif kind in ("job_start", "job_end", "job_held"):
             yield job_line(event)
         elif kind == "node":
             yield from self._node_lines(event)
@@ -285,7 +285,8 @@ class PlainRenderer:
 
 
 def job_line(event: Mapping[str, Any]) -> str:
-    """A background job started (its pid and command) or ended (its state)."""
+    """A background job started (its pid and command), ended, or runs in another process (its
+    state)."""
     if event["event"] == "job_start":
         return f"  job {event.get('job_id')} started (pid {event.get('pid')}): `{event.get('command')}`"
     return f"  job {event.get('job_id')}: {event.get('state')}"

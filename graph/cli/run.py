@@ -231,10 +231,14 @@ class Driver:
         # From an earlier checkpoint (re-asking an escalation), or the thread's latest.
         start: RunnableConfig | None = (
             {"configurable": {"checkpoint_id": action.checkpoint_id}} if action.checkpoint_id else None)
+        chunks = session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes)
         try:
-            async for chunk in session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes):
-                for event in chunk_events(chunk, self.thread_id):
-                    self.settings.renderer.emit(event)
+            # Closed here, not left to the loop's shutdown: a write that fails (stdout closed)
+            # ends the run, and its cancelled steps must finish before the loop closes.
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    for event in chunk_events(chunk, self.thread_id):
+                        self.settings.renderer.emit(event)
         except (asyncio.CancelledError, ThreadBusyError, StoreError, ConfigError, BrokenPipeError):
             raise  # not the model's failure, even when the model's step is next
         except Exception as exc:
@@ -247,8 +251,10 @@ class Driver:
     def _model_failure(self, exc: Exception) -> Stop:
         config = self.settings.config
         base_url = config.base_url or os.environ.get("OPENAI_BASE_URL")
-        error = as_model_error(exc, base_url=base_url, retries=config.model_max_retries,
-                               model=choose_model_name(config))
+        # How many retries were made is read from the failed request, not assumed to be the most
+        # allowed (a long Retry-After makes none).
+        error = as_model_error(exc, base_url=base_url, model=choose_model_name(config),
+                               retry_after_max_s=config.model_retry_after_max_s)
         return Stop("model_error", str(error))
 
     def _next_step(self, stop: Stop) -> Action | Stop:

@@ -32,6 +32,27 @@ STOPPING_SIGNALS: dict[signal.Signals, tuple[str, str]] = {
 }
 
 
+#: How long the clean-up a stopped run left behind may take before it is cancelled.
+LEFT_BEHIND_GRACE = 5.0
+
+
+def _finish_left_behind(loop: asyncio.AbstractEventLoop) -> None:
+    """Let the tasks a stopped run left behind end before the loop closes.
+
+    LangChain shields a run's error callbacks from cancellation, so a run ended by an error
+    (stdout closed) or a signal can leave them pending; a closed loop would destroy them with
+    "Task was destroyed but it is pending!" on stderr. They get a grace period, then a cancel.
+    """
+    pending = asyncio.all_tasks(loop)
+    if not pending:
+        return
+    _, late = loop.run_until_complete(asyncio.wait(pending, timeout=LEFT_BEHIND_GRACE))
+    for task in late:
+        task.cancel()
+    if late:
+        loop.run_until_complete(asyncio.gather(*late, return_exceptions=True))
+
+
 class SigintGuard:
     """Runs one coroutine on a fresh event loop with the two-step stop behaviour."""
 
@@ -62,6 +83,7 @@ class SigintGuard:
             return loop.run_until_complete(task)
         finally:
             self._remove_handlers(loop)
+            _finish_left_behind(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from bashgraph.graph import FINAL_STATUSES
 from bashgraph.graph.cli import questions
-from bashgraph.graph.cli.markdown import safe_markdown
+from bashgraph.graph.cli.markdown import renders_as_markdown, safe_markdown
 from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
 from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
@@ -145,10 +145,23 @@ class TerminalRenderer:
             self._tokens = ""
         text = visible(str(event.get("text") or "").strip())
         if not event.get("tool_calls"):
-            answer = safe_markdown(text)
-            self.console.print(Panel(answer, title="final answer", title_align="left", border_style="green"))
+            self._print_answer(text)
         elif text:
             self.console.print(Text.assemble((f"model · step {event.get('step')}  ", "bold blue"), text))
+
+    def _print_answer(self, text: str) -> None:
+        """The final answer (already `visible`): Markdown in a panel, or past
+        `MARKDOWN_MAX_CHARS` plain text written as it is (rich's layout costs tens of
+        microseconds per line even for plain text; the terminal wraps the lines itself)."""
+        if renders_as_markdown(text):
+            answer = safe_markdown(text)
+            self.console.print(Panel(answer, title="final answer", title_align="left", border_style="green"))
+            return
+        self._stop_live()  # the live area is drawn below the cursor: out of the way first
+        self.console.print(Text(f"final answer ({len(text):,} characters, shown as plain text)",
+                                style="bold green"))
+        self.console.file.write(text + "\n")
+        self.console.file.flush()
 
     def _on_command_start(self, event: Mapping[str, Any]) -> None:
         with self._lock:
@@ -178,6 +191,9 @@ class TerminalRenderer:
 
     def _on_job_end(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="cyan"))
+
+    def _on_job_held(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(one_line(job_line(event)), style="bold yellow"))
 
     def _on_job_output(self, event: Mapping[str, Any]) -> None:
         """The last lines a read of a job returned, dimmed, like a command's live tail."""

@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import BashgraphError, ConfigError, ModelError
 from bashgraph.graph.models.openai_compat import CompatibleChatOpenAI
+from bashgraph.graph.models.retry_after import resume_advice, retries_made, wait_asked
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 """Model asked for when an endpoint or key is configured but no model name is."""
@@ -84,6 +85,7 @@ def make_chat_model(config: AgentConfig, *, environ: Mapping[str, str] | None = 
         api_key=SecretStr(api_key),
         timeout=config.request_timeout_s,
         max_retries=config.model_max_retries,
+        retry_after_max_s=config.model_retry_after_max_s,
         # Other OpenAI-compatible servers speak chat completions only; without this, some model
         # names (e.g. "*codex*") would silently switch the client to the Responses API.
         use_responses_api=False if base_url else None,
@@ -110,22 +112,27 @@ def _local_model() -> BaseChatModel:
 
 
 def as_model_error(exc: BaseException, *, base_url: str | None = None,
-                   retries: int | None = None, model: str | None = None) -> ModelError:
+                   retries: int | None = None, model: str | None = None,
+                   retry_after_max_s: float | None = None) -> ModelError:
     """`exc` as a ModelError carrying `describe_model_error`'s line (and `exc` as its cause)."""
     if isinstance(exc, ModelError):
         return exc
-    error = ModelError(describe_model_error(exc, base_url=base_url, retries=retries, model=model))
+    error = ModelError(describe_model_error(exc, base_url=base_url, retries=retries, model=model,
+                                            retry_after_max_s=retry_after_max_s))
     error.__cause__ = exc
     return error
 
 
 def describe_model_error(exc: BaseException, *, base_url: str | None = None,
-                         retries: int | None = None, model: str | None = None) -> str:
+                         retries: int | None = None, model: str | None = None,
+                         retry_after_max_s: float | None = None) -> str:
     """One line saying what went wrong with a model call and where.
 
     `base_url` names the server when the exception does not carry the request (a reply that is
-    not JSON, a stream that ended empty); `retries` is how many retries the client already made
-    (for 429 and 5xx); `model` is the model that was asked, named when the server is.
+    not JSON, a stream that ended empty); `retries` is how many retries the client made (for 429
+    and 5xx), used only when the failed request does not say it itself; `model` is the model
+    that was asked, named when the server is. A `Retry-After` on the failed reply is told as
+    when to try again, and as over `retry_after_max_s` when it was.
     """
     url = _server_url(exc) or base_url or "the configured URL"
     if isinstance(exc, BashgraphError):
@@ -137,7 +144,10 @@ def describe_model_error(exc: BaseException, *, base_url: str | None = None,
     if isinstance(exc, openai.APIConnectionError):
         return _describe_connection(exc, url)
     if isinstance(exc, openai.APIStatusError):
-        return _describe_status(exc, url, retries)
+        made = retries_made(exc)
+        line = _describe_status(exc, url, retries if made is None else made)
+        wait = wait_asked(exc)
+        return line if wait is None else f"{line} — {resume_advice(wait, retry_after_max_s)}"
     if isinstance(exc, json.JSONDecodeError):
         return (f"the model server at {url} sent a reply that is not valid JSON "
                 f"({exc.msg} at char {exc.pos}): {_clip(repr(exc.doc))}")
@@ -186,7 +196,8 @@ def _describe_status(exc: openai.APIStatusError, url: str, retries: int | None) 
         return (f"the model server at {url} answered HTTP 404 (not found): {message} "
                 "— check the base URL (it usually ends in /v1)")
     if status == 429:
-        return f"the model server at {url} is still rate limiting (HTTP 429){after}: {message}"
+        still = "still " if retries else ""
+        return f"the model server at {url} is {still}rate limiting (HTTP 429){after}: {message}"
     if status >= 500:
         return f"the model server at {url} failed with HTTP {status}{after}: {message}"
     return f"the model server at {url} answered HTTP {status}: {message}"

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -236,7 +236,7 @@ class AsyncSession(_SessionParts):
     locks and clean-up."""
 
     async def arun(self, inputs: RunInput, thread_id: str, *, config: RunnableConfig | None = None,
-                   **stream_kwargs: Any) -> AsyncIterator[Any]:
+                   **stream_kwargs: Any) -> AsyncGenerator[Any, None]:
         """`Session.run` for asyncio: yields exactly what `agent.astream` yields.
 
         The lock is held until the iteration ends, fails or is cancelled; a caller that stops

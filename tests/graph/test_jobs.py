@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
 import socket
 import subprocess
 import sys
@@ -49,11 +48,12 @@ def job_tool(name: str, job_id: str = "job-1", **args: Any) -> AIMessage:
 
 
 def fetch(port: int, path: str = "/") -> str:
-    """A command that fetches a page from the server, waiting for it to listen (10 s at most)."""
+    """A command that fetches a page from the server, waiting for it to listen (10 s at most).
+    The script is written to a file first: `python3 -c CODE` is hidden code, asked by the rules."""
     script = (f"import time, urllib.request as u\nfor _ in range(100):\n    try:\n        "
               f"print(u.urlopen('http://127.0.0.1:{port}{path}').read().decode()); break\n    "
               "except OSError:\n        time.sleep(0.1)\n")
-    return f"python3 -c {shlex.quote(script)}"
+    return f"cat > fetch.py <<'EOF'\n{script}EOF\npython3 fetch.py"
 
 
 def tool_results(state: dict[str, Any]) -> list[ToolMessage]:

@@ -71,7 +71,25 @@ class DropConnection:
     """Read the request, then close the socket without answering."""
 
 
-Step = TextReply | ToolCallsReply | ErrorReply | MalformedReply | Hang | DropConnection
+@dataclass(frozen=True)
+class Answer:
+    """What a `Custom` step sends: a JSON body, or SSE events (each `data:` payload as text)."""
+
+    status: int = 200
+    body: Mapping[str, Any] | None = None
+    events: tuple[str, ...] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class Custom:
+    """A step that builds its own answer from the request: the shapes of particular servers
+    (tests/support/openai_shapes.py) — cut replies, reasoning fields, odd streaming deltas."""
+
+    def answer(self, request: RecordedRequest, ex: Exchange) -> Answer:
+        raise NotImplementedError
+
+
+Step = TextReply | ToolCallsReply | ErrorReply | MalformedReply | Hang | DropConnection | Custom
 
 
 def text(content: str) -> TextReply:

@@ -10,7 +10,9 @@ The real `ChatOpenAI` client talks to it over 127.0.0.1, so the wire format is w
 
 Each POST /v1/chat/completions consumes the next script step, answered as JSON or as SSE chunks
 depending on the request's `stream` flag. The server is strict: a request past the end of the
-script gets a 500 and is recorded in `errors`; `assert_done()` also reports unused steps.
+script gets a 500 and is recorded in `errors`; `assert_done()` also reports unused steps. A
+request whose history has a tool call with no answer gets the 400 real servers send
+(tests/support/openai_history.py), takes no script step, and is recorded in `errors` too.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.openai_history import history_problem
 from tests.support.openai_script import (
+    Custom,
     DropConnection,
     ErrorReply,
     Exchange,
@@ -117,20 +121,29 @@ class _Handler(BaseHTTPRequestHandler):
         elif not isinstance(body, dict):
             fake._record(request)
             self._send_json(400, fake._fault(f"request body is not a JSON object: {raw[:80]!r}"))
+        elif (problem := history_problem(body.get("messages") or [])) is not None:
+            fake._record(request)
+            fake._fault(problem)
+            self._send_json(400, error_body(problem, "invalid_request_error"))
         elif (step := fake._receive_chat(request)) is None:
             # x-should-retry: the client must not hide this mistake behind its own retries
             self._send_json(500, fake._fault(fake._past_end_message()), {"x-should-retry": "false"})
         else:
             try:
-                self._play(step[1], exchange_for(step[0], request, fake.model))
+                self._play(step[1], exchange_for(step[0], request, fake.model), request)
             except ConnectionError:
                 self.close_connection = True  # the client gave up first (its timeout)
 
-    def _play(self, step: Step, ex: Exchange) -> None:
+    def _play(self, step: Step, ex: Exchange, request: RecordedRequest) -> None:
         if isinstance(step, Hang):
             if self.server.stopping.wait(step.seconds):
                 return self._drop()
-            return self._play(step.then, ex)
+            return self._play(step.then, ex, request)
+        if isinstance(step, Custom):
+            answer = step.answer(request, ex)
+            if answer.events is not None:
+                return self._send_events(list(answer.events))
+            return self._send_json(answer.status, answer.body or {}, answer.headers)
         if isinstance(step, DropConnection):
             return self._drop()
         if isinstance(step, ErrorReply):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import unicodedata
 from datetime import timedelta
 
 import pytest
@@ -10,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bashgraph.tools.runner.capture import safe_text
-from bashgraph.tools.safety.visible import HIDDEN, NEWLINE, one_line, visible
+from bashgraph.tools.safety import invisible_gen
+from bashgraph.tools.safety.invisible_ranges import BLANK_RANGES, HIDDEN_RANGES
+from bashgraph.tools.safety.visible import BLANK, HIDDEN, NEWLINE, one_line, visible
 
 #: Everything a terminal could act on, or that could hide or reorder text (tab and LF apart).
 FORBIDDEN = re.compile(
@@ -79,7 +83,7 @@ def test_any_text_comes_out_without_controls_and_one_for_one(text: str, repeat: 
     for shown in (visible(text), one_line(text)):
         assert not FORBIDDEN.search(shown)
         assert len(shown) == len(text)
-        assert all(a == b for a, b in zip(shown, text, strict=True) if not FORBIDDEN.match(b) and b != "\n")
+        assert all(a == b for a, b in zip(shown, text, strict=True) if not marked(b) and b != "\n")
         assert visible(shown) == shown
     assert "\n" not in one_line(text)
 
@@ -96,3 +100,79 @@ def test_an_unterminated_string_sequence_in_output_hides_nothing(raw: bytes, tex
     """OSC and DCS strings are removed with their terminator on the same line; without one,
     only the introducer goes and the rest of the output stays for the model and the person."""
     assert safe_text(raw) == text
+
+
+def in_ranges(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(first <= code <= last for first, last in ranges)
+
+
+def marked(char: str) -> bool:
+    """A character `visible` may replace: a control, one in the generated tables, a joiner or a
+    presentation selector (those two depend on their neighbours)."""
+    code = ord(char)
+    return (unicodedata.category(char) == "Cc" or in_ranges(code, HIDDEN_RANGES)
+            or in_ranges(code, BLANK_RANGES) or char in "\u200c\u200d\ufe0e\ufe0f")
+
+
+#: Every code point but the four whose treatment depends on their neighbours, each after `a`.
+EVERY = [chr(code) for code in range(0x110000) if chr(code) not in "\u200c\u200d\ufe0e\ufe0f"]
+
+
+def test_the_table_is_what_the_unicode_properties_give() -> None:
+    """`invisible_ranges` is the generator's output: Default_Ignorable_Code_Point, Cf, Zl, Zp and
+    Cs hidden, Zs (but the space) and the fillers blank, over the whole range of code points."""
+    pytest.importorskip("regex")
+    _version, hidden, blank = invisible_gen.derive()
+    assert (tuple(hidden), tuple(blank)) == (HIDDEN_RANGES, BLANK_RANGES), (
+        "regenerate: python -m bashgraph.tools.safety.invisible_gen > tools/safety/invisible_ranges.py")
+
+
+def test_every_code_point_that_draws_nothing_is_marked_and_nothing_else() -> None:
+    """Checked against Python's own `unicodedata` over 0..0x10FFFF: every control, format
+    character, separator, surrogate and blank other than the space is replaced; every character
+    replaced is one of those, or default-ignorable, or a format character or blank in the newer
+    Unicode of the `regex` package, or a filler."""
+    regex = pytest.importorskip("regex")
+    ignorable = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Zs}]")
+    shown = visible("".join(EVERY))
+    assert len(shown) == len(EVERY)
+    for char, out in zip(EVERY, shown, strict=True):
+        category = unicodedata.category(char)
+        must = category in ("Cf", "Cs", "Zl", "Zp") or (category == "Cc" and char not in "\t\n") or (
+            category == "Zs" and char != " ")
+        may = must or (char != " " and ignorable.match(char) is not None) or ord(char) in invisible_gen.DRAWN_BLANK
+        assert (out != char) == may, (hex(ord(char)), category, out)
+        assert out == char or out in (HIDDEN, BLANK) or 0x2400 <= ord(out) <= 0x2421
+
+
+@pytest.mark.parametrize("mark", ["\u034f", "\ufe00", "\ufe0f", "\U000e0100", "\U000e01ef", "\u180b",
+                                  "\u180f", "\u200d", "\u200c", "\u17b4", "\U0001d173", "\ufff0"])
+def test_a_character_that_draws_nothing_does_not_make_a_comment(mark: str) -> None:
+    """`git status <CGJ># ; git push --force` runs the push (the mark keeps `#` from starting a
+    word) while the terminal would draw a comment: the mark is shown, on one line and in text."""
+    command = f"git status {mark}# ; git push --force"
+    assert one_line(command) == f"git status {HIDDEN}# ; git push --force"
+    assert visible(command) == f"git status {HIDDEN}# ; git push --force"
+
+
+def test_the_mark_really_hides_a_command_from_a_reader() -> None:
+    """Why it matters: bash runs what follows `<CGJ>#`, it is not a comment."""
+    done = subprocess.run(["bash", "-c", "echo a \u034f# ; echo ran"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines()[-1] == "ran"
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("👨\u200d👩\u200d👧", "👨\u200d👩\u200d👧"),  # an emoji sequence
+        ("می\u200cخواهم", "می\u200cخواهم"),  # a Persian word
+        ("❤\ufe0f ok", "❤\ufe0f ok"),  # emoji presentation
+        ("a\u200db", f"a{HIDDEN}b"), ("👨\u200d#", f"👨{HIDDEN}#"), ("\u200d👩", f"{HIDDEN}👩"),
+        ("x\ufe0f", f"x{HIDDEN}"), ("\ufe0f", HIDDEN), ("👨\u200d\u200d👩", f"👨{HIDDEN}{HIDDEN}👩"),
+        ("\u202e\u200d👩", f"{HIDDEN}{HIDDEN}👩"),  # beside a marked character
+    ],
+)
+def test_joiners_and_selectors_are_kept_only_where_they_join_drawn_characters(raw: str, shown: str) -> None:
+    assert visible(raw) == shown
+    assert visible(visible(raw)) == visible(raw)

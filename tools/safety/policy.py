@@ -17,6 +17,7 @@ always be written so no pattern recognises it. The sandbox (`sandbox.py`) is the
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import json
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 from bashgraph.tools.limits import command_size_problem
+from bashgraph.tools.safety.directories import cd_words, may_change_home
 from bashgraph.tools.safety.policy_checks import BUILTIN_CHECKS, Check, Context, resolve_path
 from bashgraph.tools.safety.shellsplit import ShellSyntaxError, SimpleCommand, TooComplexError, parse_line
 from bashgraph.tools.safety.wrappers import View
@@ -69,9 +71,14 @@ class Verdict:
     part: str
 
 
-def _unparsed_view(command: str) -> View:
-    """A best-effort view of a line that could not be split: its whitespace-separated words."""
-    return View(tuple(command.split()))
+_ROUGH_SEPARATORS = re.compile(r"[;&|()`\n]+")
+
+
+def _unparsed_views(command: str) -> list[View]:
+    """Best-effort views of a line that could not be split: the whole line's words, and the
+    words of each piece between operator characters (`x ; rm -rf ~` is also seen as `rm -rf ~`)."""
+    pieces = [tuple(piece.split()) for piece in _ROUGH_SEPARATORS.split(command)]
+    return [View(tuple(command.split())), *(View(words) for words in pieces if words)]
 
 
 class Policy:
@@ -110,7 +117,8 @@ class Policy:
                 hit = next((part for part, context, view in targets if match(part, view, context)),
                            None)
                 if hit is not None:
-                    return self._apply_mode(_decision(rule, hit.text))
+                    return self._apply_mode(_decision(rule, hit.text, hit.hidden_code
+                                                      if rule.pattern == "@hidden-code" else ""))
         return self._apply_mode(Verdict("allow", None, "no rule matched", command))
 
     def _context(self, command: str, cwd: str | None,
@@ -119,10 +127,12 @@ class Policy:
         return Context(self.workdir, start, self.home, command, functions)
 
     def _decide_unparsed(self, command: str, error: ShellSyntaxError) -> Verdict:
-        view, context = _unparsed_view(command), self._context(command, None)
-        part = SimpleCommand(view.words, command)
+        context = self._context(command, None)
+        rough = _unparsed_views(command)
         for rule in self.rules:
-            if rule.action == "deny" and _matcher(rule.pattern)(part, view, context):
+            match = _matcher(rule.pattern)
+            if rule.action == "deny" and any(
+                    match(SimpleCommand(view.words, command), view, context) for view in rough):
                 return _decision(rule, command)
         why = "too complex to check" if isinstance(error, TooComplexError) else "could not parse"
         return Verdict("ask", None, f"{why}: {error}", command)
@@ -196,8 +206,10 @@ def _file_rules(data: dict[str, Any], where: str) -> list[Rule]:
     return rules
 
 
-def _decision(rule: Rule, part: str) -> Verdict:
-    return Verdict(rule.action, rule, rule.reason or f"matches {rule.pattern!r}", part)
+def _decision(rule: Rule, part: str, detail: str = "") -> Verdict:
+    """The verdict of `rule` on `part`; `detail` says more (why a part's code is hidden)."""
+    reason = rule.reason or f"matches {rule.pattern!r}"
+    return Verdict(rule.action, rule, f"{reason}: {detail}" if detail else reason, part)
 
 
 def _part_views(part: SimpleCommand) -> tuple[View, ...]:
@@ -209,14 +221,17 @@ def _contexts(parts: list[SimpleCommand], start: Context) -> list[tuple[SimpleCo
 
     A `cd` may not move the shell that runs a later part (it is in a subshell, after `&`, or
     fails), so the line's start directory stays an alternative: following a `cd` can only make
-    a path look less safe.
+    a path look less safe. A line that may set `HOME` makes `~` unknown.
     """
     paired: list[tuple[SimpleCommand, Context]] = []
+    if may_change_home(start.command, parts):
+        start = dataclasses.replace(start, home=None)  # `HOME=/etc; echo x >> ~/passwd`
     context = start
     for part in parts:
         paired.append((part, context))
-        if part.words and part.words[0] in ("cd", "pushd", "popd"):
-            context = Context(context.workdir, _cd_target(part.words, context), context.home,
+        words = cd_words(part)
+        if words is not None:
+            context = Context(context.workdir, _cd_target(words, context), context.home,
                               context.command, context.functions, start=start.cwd)
     return paired
 
@@ -270,8 +285,6 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask("@git-clean-force", "deletes untracked files"),
     _ask("mkfs*", "formats a file system"),
     _ask("wipefs *", "erases file system signatures"),
-    _ask(r"re:^dd(?: .*)? of=/dev/(?!(?:null|zero|stdout|stderr|tty)(?: |$))",
-         "writes to a device"),
     *(_ask(f"{tool} *", "stops or restarts the machine")
       for tool in ("shutdown", "reboot", "halt", "poweroff")),
     _ask(r"re:^systemctl(?: \S+)* (?:reboot|poweroff|halt|kexec)(?: |$)",
@@ -279,6 +292,7 @@ DEFAULT_ASK: tuple[Rule, ...] = (
     _ask(r"re:^(?:tel)?init [06](?: |$)", "stops or restarts the machine"),
     _ask(r"re:^crontab(?: \S+)* -[a-z]*r", "deletes the crontab"),
     _ask(r"re:^kill(?: \S+)+ -1(?: |$)", "signals every process"),
+    _ask("@stops-machine", "stops or restarts the machine"),
 )
 #: Denied by default: nothing; denying is the user's call (`deny:` rules).
 DEFAULT_DENY: tuple[Rule, ...] = ()

@@ -13,9 +13,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bashgraph.tools.safety.find_command import find_start_paths
 from bashgraph.tools.safety.git_options import cleans_forced, force_pushes, resets_hard
+from bashgraph.tools.safety.hidden import hidden_reason
+from bashgraph.tools.safety.machine import device_operands, is_storage_device, stops_machine
 from bashgraph.tools.safety.shellsplit import SimpleCommand
-from bashgraph.tools.safety.wrappers import View, find_start_paths, has_braces, long_option
+from bashgraph.tools.safety.wrappers import View, fd_path, has_braces, long_option
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +32,7 @@ class Context:
 
     workdir: str
     cwd: str | None
-    home: str
+    home: str | None  # None once the line may have set HOME: `~` is then unknown
     command: str
     functions: frozenset[str] = frozenset()  # the shell functions the line defines
     start: str | None = None
@@ -43,8 +46,7 @@ class Context:
 
 Check = Callable[[SimpleCommand, View, Context], bool]
 _SYSTEM_DIRS = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                "/sys", "/proc/sys")
-_DISKS = re.compile(r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|loop|dm-|md|sr|mapper/|disk/|mem$|kmem$)")
+                "/sys")
 #: Linux's limit on a path given to a system call; longer ones are treated as unknown.
 PATH_MAX = 4096
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
@@ -62,6 +64,8 @@ def resolve_path(path: str, context: Context) -> str | None:
     if "$" in path or "`" in path:
         return None
     if path == "~" or path.startswith("~/"):
+        if context.home is None:
+            return None
         path = context.home + path[1:]
     elif path.startswith("~"):
         return None  # ~user
@@ -157,6 +161,14 @@ def _chmod_outside_workdir(_part: SimpleCommand, view: View, context: Context) -
 
 
 def _write_system_path(part: SimpleCommand, view: View, context: Context) -> bool:
+    if any(_is_system_path(target, context) for target in _write_targets(part, view)):
+        return True
+    return any(_is_device(word, context) for word in device_operands(view.words))
+
+
+def _write_targets(part: SimpleCommand, view: View) -> list[str]:
+    """What the command writes: redirections, `tee`/`truncate` files, a copy's destination
+    (`-t DIR` in every spelling), `dd of=`."""
     targets = [r.target for r in part.redirects
                if r.op in _WRITE_OPS and not r.target.isdigit() and r.target != "-"]
     words = view.words
@@ -170,7 +182,19 @@ def _write_system_path(part: SimpleCommand, view: View, context: Context) -> boo
         targets += [w[3:] for w in words[1:] if w.startswith("of=")]
     if name in ("cp", "mv", "install", "ln"):
         targets += _target_directories(words)
-    return any(_is_system_path(target, context) for target in targets)
+    return targets
+
+
+def _is_device(word: str, context: Context) -> bool:
+    """`word` names a storage device (`/dev/sda`, `/dev/block/8:0`, `/dev/sd?`)."""
+    if not word.startswith(("/", "~", ".")) and context.cwd != "/dev":
+        return False  # a relative name is a device only from /dev
+    return any((resolved := resolve_path(word, each)) is not None and is_storage_device(resolved)
+               for each in context.alternatives())
+
+
+def _stops_machine(part: SimpleCommand, view: View, _context: Context) -> bool:
+    return stops_machine(view.words, _write_targets(part, view))
 
 
 def _target_directories(words: tuple[str, ...]) -> list[str]:
@@ -199,9 +223,13 @@ def _is_system_path_from(target: str, context: Context) -> bool:
     resolved = resolve_path(target, context)
     if resolved is None:
         # A relative path from an unknown directory (`pushd /etc && echo x > passwd`) may be
-        # anywhere; a variable (`> $LOG`) is the user's own.
+        # anywhere, as may `~` once HOME may have changed; a variable (`> $LOG`) is the user's own.
+        if target == "~" or target.startswith("~/"):
+            return context.home is None
         return context.cwd is None and not target.startswith(("/", "~", "$"))
-    return _DISKS.match(resolved) is not None or any(
+    if resolved.startswith("/proc/") and fd_path(resolved) is None:
+        return True  # /proc/sysrq-trigger, /proc/PID/…: the kernel's, except a process's fds
+    return is_storage_device(resolved) or any(
         _below(resolved, root, strict=False) for root in _SYSTEM_DIRS)
 
 
@@ -215,8 +243,8 @@ def _fork_bomb(part: SimpleCommand, _view: View, context: Context) -> bool:
         part.pipes_to in context.functions)
 
 
-def _hidden_code(part: SimpleCommand, _view: View, _context: Context) -> bool:
-    return bool(part.hidden_code)
+def _hidden_code(part: SimpleCommand, view: View, _context: Context) -> bool:
+    return bool(part.hidden_code) or bool(hidden_reason(part, view))
 
 
 #: Checks that need more than text, usable in any rule as `@name`.
@@ -224,6 +252,7 @@ BUILTIN_CHECKS: dict[str, Check] = {
     "@rm-outside-workdir": _rm_outside_workdir,
     "@chmod-outside-workdir": _chmod_outside_workdir,
     "@write-system-path": _write_system_path,
+    "@stops-machine": _stops_machine,
     "@download-to-shell": _download_to_shell,
     "@fork-bomb": _fork_bomb,
     "@hidden-code": _hidden_code,

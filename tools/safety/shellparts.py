@@ -93,3 +93,10 @@ class Stage:
     # What stdin is: here-string text, a here-document, a file, or `< <(…)`.
     stdin: str | HereDoc | Sub | FileInput | None = None
     last_sub: Sub | None = None
+    # True while every word so far is a keyword (`!`, `if`, `for`…): a `((` here is arithmetic.
+    leading_keywords: bool = True
+    case_at: int = -1  # where `case` is among the words, when it starts this command
+    # How many leading words may be keywords: those before the first quoted word (`'if'` is a
+    # program) or redirection (`>x !` runs `!`); -1 while there is neither.
+    keyword_words: int = -1
+    piped_in: bool = False  # a pipe comes before: no pipeline starts here (`| time ls`)

@@ -8,8 +8,10 @@ shell parses again: the scripts given to `bash -c`/`sh -c` and `eval`, and a pro
 from a here-document, a here-string, `echo …|` or `<(echo …)`. Quotes and escapes are removed from
 words (`r''m`, `\\rm` and `$'\\x72m'` all read `rm`); variables stay as written (`$HOME`).
 
-It errs towards finding too much: a case pattern's `)` or an array's `(` split words that bash
-would keep together. That can only add parts for the rules to look at, never hide one. Code the
+It errs towards finding too much: an array's `(` or a `[[ =~ (a|b) ]]` splits words that bash
+keeps together, which can only add parts for the rules to look at. What it cannot follow with
+certainty it refuses as too complex (`shellgate`; the differential oracle against real bash,
+tests/tools/safety/test_policy_oracle.py, is the judge). Code the
 rules cannot read (a shell reading a program from another command's output, `python3 -` reading
 a here-document) is marked on its reader as `hidden_code`.
 
@@ -25,18 +27,26 @@ import re
 
 from bashgraph.tools.safety.shellcode import code_read_by, run_by, runs_arguments
 from bashgraph.tools.safety.shellerrors import ShellSyntaxError, TooComplexError
+from bashgraph.tools.safety.shellgate import (
+    deferred_script,
+    evaluates_text,
+    refuse_other_shells,
+    refuse_word,
+    unknown_program,
+)
+from bashgraph.tools.safety.shellkeywords import KEYWORDS, command_words
 from bashgraph.tools.safety.shellparts import FILE as _FILE
 from bashgraph.tools.safety.shellparts import HereDoc, Line, Redirect, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
 from bashgraph.tools.safety.shellwords import WordReader
-from bashgraph.tools.safety.wrappers import ASSIGNMENT, inline_script, program_name, runs_stdin_as_code, views
+from bashgraph.tools.safety.wrappers import inline_script, runs_stdin_as_code, views
 
 __all__ = ["HereDoc", "Line", "Redirect", "ShellSyntaxError", "SimpleCommand", "TooComplexError",
            "parse_line", "split_command"]
 
-_KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
-                       "until", "esac", "time", "coproc"})
-_HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
+#: `{name}>file`: bash stores the new descriptor's number in `name`; the word is no argument.
+_NAMED_FD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+_ESAC = re.compile(r"esac(?=[ \t\n;&|)]|$)")
 _REDIRECT_OPS = ("<<<", "<<-", "&>>", "<<", "<>", "<&", ">>", ">|", ">&", "&>", "<", ">")
 _EMPTY_PARENS = re.compile(r"\([ \t]*\)")
 #: Scripts inside scripts (`bash -c`, `eval`, fed code) beyond which the innermost code is not
@@ -54,28 +64,47 @@ def split_command(command: str) -> list[SimpleCommand]:
     return list(parse_line(command).parts)
 
 
+@dataclasses.dataclass
+class _Found:
+    """What the scripts of one line hold, across the scripts they hand to shells."""
+
+    functions: set[str] = dataclasses.field(default_factory=set)
+    quoted_code: bool = False  # quoted text that reads like a substitution
+    evaluates: bool = False  # a construct that evaluates a variable's text as code
+
+
 def parse_line(command: str) -> Line:
     """`split_command`, plus the functions the line defines (`f() { … }`, `function f`)."""
-    functions: set[str] = set()
+    found = _Found()
     try:
-        parts = _parse_script(command, 0, (), functions)
+        parts = _parse_script(command, 0, (), found)
     except RecursionError:
         raise TooComplexError("substitutions nested too deeply") from None
-    return Line(tuple(parts), frozenset(functions))
+    if found.quoted_code and found.evaluates:
+        raise TooComplexError("quoted text that reads like code ($(…), ${…}, backticks) in a "
+                              "line that may evaluate it (arithmetic, [ ], [[ ]], declare, "
+                              "let, read, printf -v…)")
+    return Line(tuple(parts), frozenset(found.functions))
 
 
 def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
-                  functions: set[str]) -> list[SimpleCommand]:
+                  found: _Found) -> list[SimpleCommand]:
     """The parts of `text`, each followed by the parts of the code it hands to a shell."""
     parser = _Parser(text)
     parts = parser.parse_list(closing=False)
-    functions |= parser.functions
+    found.functions |= parser.functions
+    found.quoted_code |= parser.quoted_code
+    found.evaluates = found.evaluates or evaluates_text(text)
     out: list[SimpleCommand] = []
-    for found in parts:
-        part = run_by(found, executed_by)
+    for each in parts:
+        part = run_by(each, executed_by)
         out.append(part)
-        scripts = [s for v in part.views if (s := inline_script(v.words)) is not None]
+        scripts = [s for v in part.views
+                   if (s := inline_script(v.words) or deferred_script(v.words)) is not None]
         scripts += [c if isinstance(c, str) else c.text for c in part.code]
+        shells = frozenset(v.words[0] for v in part.views)
+        for script in dict.fromkeys(scripts):
+            refuse_other_shells(shells, script)
         # Each view of a stage can name the same script (15 `-exec sh` read one here-document):
         # parsed once per view, nested scripts would cost views ** depth.
         for script in dict.fromkeys(scripts):
@@ -83,24 +112,28 @@ def _parse_script(text: str, depth: int, executed_by: tuple[str, ...],
                 reason = f"scripts nested more than {MAX_SCRIPT_DEPTH} deep are not read"
                 out.append(dataclasses.replace(part, hidden_code=reason, code=()))
                 break
-            out.extend(_parse_script(script, depth + 1, part.executed_by, functions))
+            out.extend(_parse_script(script, depth + 1, part.executed_by, found))
     return out
 
 
 class _Parser(WordReader):
     """One pass over the text; `$( )` and `<( )` recurse on the same text."""
 
-    def __init__(self, text: str, nesting: int = 0) -> None:
+    def __init__(self, text: str, nesting: int = 0, in_substitution: bool = False) -> None:
         self.text = text
         self.pos = 0
         self.nesting = nesting
+        self.in_substitution = in_substitution
+        self.quoted_code = False
+        self.open_cases = 0  # `case … in` not yet closed by `esac`
+        self.expect_pattern = False  # a case pattern comes next (after `in` or `;;`)
         self.heredocs: list[HereDoc] = []
         self.functions: set[str] = set()
         # Re-scans (arithmetic and `$[` look-ahead) may not cost more than a few passes.
         self.scan_budget = 8 * len(text) + 4096
 
     def _subparser(self, text: str, nesting: int) -> _Parser:
-        return _Parser(text, nesting)
+        return _Parser(text, nesting, in_substitution=True)
 
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
@@ -109,7 +142,11 @@ class _Parser(WordReader):
         depth, text = 0, self.text
         while self.pos < len(text):
             char = text[self.pos]
-            if char in " \t\n":
+            if self.expect_pattern and char not in " \t\n#":
+                self._end_word(stage)
+                stage = self._end_stage(stage, pipeline, out, piped=False)
+                self._read_case_pattern(stage)
+            elif char in " \t\n":
                 self._end_word(stage)
                 self.pos += 1
                 if char == "\n":
@@ -159,7 +196,7 @@ class _Parser(WordReader):
         """`(( … ))` where a command may start (`for ((…))` too): read it as arithmetic."""
         if not self.text.startswith("((", self.pos) or stage.in_word:
             return False
-        if not all(w in _KEYWORDS or w == "for" for w in stage.words):
+        if not stage.leading_keywords:
             return False
         end = self._arithmetic_end(self.pos + 2)
         if end is None:
@@ -173,41 +210,63 @@ class _Parser(WordReader):
         op = next(op for op in (";;&", ";;", ";&", "&&", "||", "|&", "|", ";", "&")
                   if self.text.startswith(op, self.pos))
         self.pos += len(op)
+        self.expect_pattern = self.open_cases > 0 and op in (";;&", ";;", ";&")
         return op in ("|", "|&")
 
     def _read_redirect(self, stage: _Stage) -> None:
         fd = ""
-        if stage.in_word and not stage.quoted and "".join(stage.chars).isdigit():
-            fd = "".join(stage.chars)  # `2>file`: the digits are the fd, not a word
+        held = "".join(stage.chars)
+        if stage.in_word and not stage.quoted and (held.isdigit() or _NAMED_FD.fullmatch(held)):
+            fd = held  # `2>file`, `{fd}>file`: the descriptor, not a word
             stage.chars.clear()
             stage.in_word = False
         self._end_word(stage)
         op = next(op for op in _REDIRECT_OPS if self.text.startswith(op, self.pos))
         self.pos += len(op)
         stage.pending_op, stage.pending_fd = op, fd
+        if stage.keyword_words < 0:
+            # After a redirection no word is a keyword: `! >f then` runs a program `then`.
+            stage.keyword_words, stage.leading_keywords = len(stage.words), False
 
     def _read_heredocs(self) -> list[SimpleCommand]:
         """Read here-document bodies; an unquoted one still runs its `$( )` and backticks."""
         found: list[SimpleCommand] = []
         for doc in self.heredocs:
-            start = body_end = self.pos
-            while self.pos < len(self.text):
-                end = self.text.find("\n", self.pos)
-                end = len(self.text) if end < 0 else end
-                line = self.text[self.pos : end]
-                line_start, self.pos = self.pos, min(end + 1, len(self.text))
-                if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
-                    body_end = line_start
-                    break
-                body_end = self.pos
-            doc.text = self.text[start:body_end]
-            if not doc.quoted:
+            doc.text = self._heredoc_body(doc)
+            if doc.quoted:
+                self._note_code_text(doc.text)
+            else:
                 body, scratch = _Parser(doc.text, self.nesting), _Stage(0, 0)
                 body._read_double_quoted(scratch, until_end=True)
                 self.functions |= body.functions
+                self.quoted_code |= body.quoted_code
                 found.extend(part for sub in scratch.subs for part in sub.parts)
         self.heredocs.clear()
         return found
+
+    def _heredoc_body(self, doc: HereDoc) -> str:
+        """The body of `doc` from `pos` up to its delimiter line (which is consumed), refusing
+        the ends bash finds otherwise than this reader."""
+        start = body_end = self.pos
+        while self.pos < len(self.text):
+            end = self.text.find("\n", self.pos)
+            end = len(self.text) if end < 0 else end
+            line = self.text[self.pos : end]
+            line_start, self.pos = self.pos, min(end + 1, len(self.text))
+            line = line.lstrip("\t") if doc.strip_tabs else line
+            if line == doc.delimiter:
+                return self.text[start:line_start]
+            if not doc.quoted and (len(line) - len(line.rstrip("\\"))) % 2 == 1:
+                # Bash joins the lines first: `E\` then `OF` is the delimiter `EOF`.
+                raise TooComplexError("a line continuation inside a here-document")
+            if self.in_substitution and line.startswith(doc.delimiter):
+                # Bash ends a body at `EOF)` inside `$(…)`; where exactly is not followed.
+                raise TooComplexError("here-document inside a command substitution whose "
+                                      "end is not a line of its own")
+            body_end = self.pos
+        if self.in_substitution:
+            raise TooComplexError("here-document inside a command substitution with no end")
+        return self.text[start:body_end]
 
     def _end_word(self, stage: _Stage) -> None:
         if not stage.in_word:
@@ -228,23 +287,65 @@ class _Parser(WordReader):
                 sub = stage.last_sub
                 stage.stdin = sub if sub is not None and sub.raw == word else _FILE
         else:
+            self._check_word(stage, word)
+            if stage.quoted and stage.keyword_words < 0:
+                stage.keyword_words = len(stage.words)
             stage.words.append(word)
         stage.chars.clear()
         stage.in_word = stage.quoted = False
         stage.last_sub = None
         stage.end = self.pos
 
+    def _read_case_pattern(self, stage: _Stage) -> None:
+        """`(a|b)` or `a|b)` before a case's commands: words to match, not commands; the
+        substitutions in them run. `esac` instead ends the case (read as a keyword)."""
+        self.expect_pattern = False
+        if _ESAC.match(self.text, self.pos):
+            self.open_cases = max(self.open_cases - 1, 0)
+            return
+        self.pos += self.text.startswith("(", self.pos)
+        scratch = _Stage(self.pos, self.pos)
+        while self.pos < len(self.text):
+            char = self.text[self.pos]
+            if char == ")":
+                self.pos += 1
+                stage.subs.extend(scratch.subs)
+                return
+            if char in " \t|":
+                self.pos += 1
+            elif char in "\n;&<>(":
+                raise TooComplexError("a case pattern this reader does not follow")
+            else:
+                self._read_word_piece(scratch, in_double_quotes=False)
+        raise ShellSyntaxError("unterminated case pattern")
+
+    def _check_word(self, stage: _Stage, word: str) -> None:
+        """Refuse what this reader does not follow; note whether a command may start next."""
+        refuse_word(stage.words, word)
+        if stage.leading_keywords and word == "case":
+            if self.in_substitution:
+                raise TooComplexError("case inside a command substitution")
+            stage.case_at = len(stage.words)
+        elif word == "in" and stage.case_at >= 0 and len(stage.words) == stage.case_at + 2:
+            self.open_cases += 1
+            self.expect_pattern = True
+        elif word == "esac" and stage.leading_keywords:
+            self.open_cases = max(self.open_cases - 1, 0)
+        # `for x do …` and `for ((…)) do …`: a command starts after `do`.
+        stage.leading_keywords = not stage.quoted and (word == "do" or (
+            stage.leading_keywords and (word in KEYWORDS or word == "for")))
+
     def _end_stage(
         self, stage: _Stage, pipeline: list[_Stage], out: list[SimpleCommand], piped: bool
     ) -> _Stage:
         """Close the current command; close the pipeline too unless a pipe follows."""
-        stage.words = _command_words(stage.words, self.functions)
+        stage.words = command_words(stage.words, self.functions, stage.keyword_words, stage.piped_in)
         if stage.words or stage.redirects or stage.subs:
             pipeline.append(stage)
         if not piped:
             out.extend(self._close_pipeline(pipeline))
             pipeline.clear()
-        return _Stage(self.pos, self.pos)
+        return _Stage(self.pos, self.pos, piped_in=piped)
 
     def _close_pipeline(self, stages: list[_Stage]) -> list[SimpleCommand]:
         out: list[SimpleCommand] = []
@@ -267,31 +368,10 @@ class _Parser(WordReader):
             if words or stage.redirects:
                 previous = stages[index - 1] if index else None
                 hidden, code = code_read_by(stage, stage_views[index], previous)
+                hidden = hidden or unknown_program(stage_views[index])
                 following = stages[index + 1].words[:1] if index + 1 < len(stages) else []
                 out.append(SimpleCommand(
                     words, self.text[stage.start : stage.end].strip(), tuple(stage.redirects),
                     later, following[0] if following else "", hidden, tuple(code),
                     tuple(stage_views[index])))
         return out
-
-
-def _command_words(words: list[str], functions: set[str]) -> list[str]:
-    """Drop leading keywords and assignments; reduce the program to its base name."""
-    index, after_time = 0, False
-    while index < len(words):
-        word = words[index]
-        if word in _HEADERS:
-            return []
-        if word == "function":
-            functions.update(words[index + 1 : index + 2])
-            index += 2
-        elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
-            index += 3  # `coproc NAME { …; }`
-        elif word in _KEYWORDS or ASSIGNMENT.match(word) or (after_time and word in ("-p", "--")):
-            after_time = word == "time" or (after_time and word in ("-p", "--"))
-            index += 1
-        else:
-            break
-    rest = words[index:]
-    return [program_name(rest[0]), *rest[1:]] if rest else []
-

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 
 from bashgraph.tools.safety.shellerrors import ShellSyntaxError, TooComplexError
-from bashgraph.tools.safety.shellparts import SimpleCommand
+from bashgraph.tools.safety.shellparts import HereDoc, SimpleCommand
 from bashgraph.tools.safety.shellparts import Stage as _Stage
 from bashgraph.tools.safety.shellparts import Sub as _Sub
 
@@ -30,9 +30,11 @@ _PLAIN_QUOTED = re.compile(r"[^\"\\`$]+")
 _ANSI_C_BODY = re.compile(r"[^'\\]*(?:\\.[^'\\]*)*", re.DOTALL)
 _BACKTICK_BODY = re.compile(r"[^`\\]*(?:\\.[^`\\]*)*", re.DOTALL)
 _BACKTICK_ESCAPE = re.compile(r"\\([`\\$])")
-_BRACED_STOP = re.compile(r"[{}$`\\]")
+_BRACED_STOP = re.compile(r"[}$`\\'\"]")
 _ARITH_STOP = re.compile(r"[\\'\"()]")
 _BRACKET_STOP = re.compile(r"[\\'\"\[\]]")
+#: Text that bash would run if it evaluated it: a substitution or a parameter expansion.
+CODE_TEXT = re.compile(r"\$[({\[]|`|\\(?:x24|x60|0?44|0?140|u0024|u0060)")  # `\x24(` is `$(`
 _DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
@@ -44,6 +46,9 @@ class WordReader(ABC):
     nesting: int
     functions: set[str]
     scan_budget: int
+    heredocs: list[HereDoc]
+    in_substitution: bool
+    quoted_code: bool
 
     @abstractmethod
     def parse_list(self, closing: bool) -> list[SimpleCommand]:
@@ -52,6 +57,12 @@ class WordReader(ABC):
     @abstractmethod
     def _subparser(self, text: str, nesting: int) -> WordReader:
         """A parser for other text (a backtick body with its escapes removed)."""
+
+    def _note_code_text(self, literal: str) -> None:
+        """Quoted or escaped text that reads like a substitution (`'a[$(cmd)]'`): data, unless
+        bash evaluates it later (an array subscript in arithmetic, `declare`, `printf -v`…)."""
+        if not self.quoted_code and CODE_TEXT.search(literal) is not None:
+            self.quoted_code = True
 
     def _nest(self) -> None:
         if self.nesting >= MAX_NESTING:
@@ -117,12 +128,16 @@ class WordReader(ABC):
 
     def _read_word_piece(self, stage: _Stage, in_double_quotes: bool) -> None:
         text, char = self.text, self.text[self.pos]
+        if text.startswith("\\\n", self.pos):
+            self.pos += 2  # a line continuation is no part of a word, nor starts one
+            return
         stage.in_word = True
         if char == "'" and not in_double_quotes:
             end = text.find("'", self.pos + 1)
             if end < 0:
                 raise ShellSyntaxError("unterminated single quote")
             stage.chars.append(text[self.pos + 1 : end])
+            self._note_code_text(stage.chars[-1])
             stage.quoted, self.pos = True, end + 1
         elif char == '"' and not in_double_quotes:
             stage.quoted = True
@@ -130,9 +145,13 @@ class WordReader(ABC):
             self._read_double_quoted(stage)
         elif char == "\\":
             nxt = text[self.pos + 1 : self.pos + 2]
-            if nxt != "\n":  # backslash-newline joins lines
+            if not nxt:
+                stage.chars.append("\\")  # a backslash at the very end stays itself
+            elif nxt != "\n":  # backslash-newline joins lines; any other escape quotes
                 keep = not in_double_quotes or nxt in '"\\$`'
                 stage.chars.append(nxt if keep else "\\" + nxt)
+                stage.quoted = True  # `\while` is no keyword, `<<\EOF` a quoted delimiter
+                self._note_code_text(text[self.pos + 1 : self.pos + 3])  # `\$(`, `\``
             self.pos += 2
         elif char == "`":
             self._read_backticks(stage)
@@ -165,6 +184,7 @@ class WordReader(ABC):
         elif nxt == "'" and not in_double_quotes:
             end = self._find_ansi_c_end(self.pos + 2)
             stage.chars.append(decode_ansi_c(self.text[self.pos + 2 : end]))
+            self._note_code_text(stage.chars[-1])
             stage.quoted, self.pos = True, end + 1
         elif nxt == '"' and not in_double_quotes:
             self.pos += 1  # $"…" is a translated double-quoted string
@@ -210,7 +230,16 @@ class WordReader(ABC):
         start = self.pos
         self.pos += 2
         self.nesting += 1
+        # Here-documents started inside are read inside; bash may read an outer one's body
+        # after a line break in here, which this reader does not follow.
+        outer, self.heredocs = self.heredocs, []
+        inside, self.in_substitution = self.in_substitution, True
         parts = self.parse_list(closing=True)
+        if self.heredocs:
+            raise TooComplexError("here-document inside a command substitution with no line break")
+        if outer and "\n" in self.text[start : self.pos]:
+            raise TooComplexError("line break inside a command substitution before a here-document")
+        self.heredocs, self.in_substitution = outer, inside
         self.nesting -= 1
         sub = _Sub(self.text[start : self.pos], parts)
         stage.subs.append(sub)
@@ -222,18 +251,23 @@ class WordReader(ABC):
         """`${…}`: a parameter expansion, which may itself hold substitutions."""
         self._nest()
         self.nesting += 1
-        start, depth = self.pos, 0
-        self.pos += 1
+        start = self.pos
+        self.pos += 2
+        # Like bash, the first `}` not quoted, escaped or inside a nested expansion or
+        # substitution closes it: a bare `{` is not counted (`${x:-{} ; cmd ; }` runs cmd).
         while (match := _BRACED_STOP.search(self.text, self.pos)) is not None:
             self.pos = match.start()
             char = self.text[self.pos]
-            if char in "{}":
-                depth += 1 if char == "{" else -1
+            if char in "'\"":
+                # Bash's rules for quotes in `${…}` change with the operator and the context.
+                raise TooComplexError("quotes inside ${…}")
+            if char == "}":
                 self.pos += 1
-                if depth == 0:
-                    stage.chars.append(self.text[start : self.pos])
-                    self.nesting -= 1
-                    return
+                if self.text.startswith("@P}", self.pos - 3):
+                    raise TooComplexError("${…@P} runs the substitutions in a variable's value")
+                stage.chars.append(self.text[start : self.pos])
+                self.nesting -= 1
+                return
             else:
                 mark = len(stage.chars)
                 self._read_word_piece(stage, in_double_quotes=True)
@@ -250,6 +284,7 @@ class WordReader(ABC):
         inner = self._subparser(_BACKTICK_ESCAPE.sub(r"\1", text[self.pos + 1 : end]), self.nesting + 1)
         sub = _Sub(text[self.pos : end + 1], inner.parse_list(closing=False))
         self.functions |= inner.functions
+        self.quoted_code |= inner.quoted_code
         stage.subs.append(sub)
         stage.chars.append(sub.raw)
         self.pos = end + 1

@@ -8,46 +8,51 @@ and command output (`capture.safe_text` removes colour codes first, then calls `
 * C0 controls become their control pictures: ESC is `␛`, NUL `␀`, BEL `␇`, CR `␍`, ... (U+2400 +
   the code); DEL is `␡`. Tab and line feed stay, unless `one_line` (then LF is `⏎`).
 * C1 controls (U+0080–U+009F, e.g. U+009B, the one-character CSI) have no symbol: `�`.
-* Characters that hide or reorder text are `�` too: bidirectional embeddings, overrides and
-  isolates (U+202A–U+202E, U+2066–U+2069, "Trojan Source"), direction marks, zero-width space,
-  word joiner and invisible operators, the byte order mark, line and paragraph separators, soft
-  hyphen, interlinear annotations and tag characters (U+E0000–U+E007F, invisible ASCII).
-* Blanks that are not a space (no-break, en/em and other typographic spaces, the ideographic
-  space, Hangul fillers, the blank braille pattern) are `␣`: bash splits words on space, tab and
-  line feed only, so `ls\u00a0# || rm -rf ~` runs `rm` while it reads as a comment.
-* Lone surrogates (U+D800–U+DFFF: what Python makes of bytes that were not UTF-8, in a command
-  line argument or a file name) are `�`: they cannot be written to a UTF-8 terminal at all.
-  Zero-width joiners (U+200C, U+200D) stay: emoji and many scripts need them, and they hide
-  nothing.
+* Every character that draws nothing or hides or reorders text is `�`, derived from Unicode
+  properties (`invisible_gen`, which generates `invisible_ranges`): each default-ignorable code
+  point (zero-width space, word joiner, bidi embeddings, overrides, isolates and marks, "Trojan
+  Source", the combining grapheme joiner U+034F, variation selectors U+FE00–FE0F and
+  U+E0100–E01EF, the Mongolian selectors U+180B–F, tag characters), every other format
+  character (`Cf`), the line and paragraph separators and the lone surrogates (U+D800–U+DFFF:
+  what Python makes of bytes that were not UTF-8; no terminal can be sent them). So
+  `git status \u034f# ; git push --force` does not read as a comment.
+* Blanks that are not a space (every `Zs` separator but the space, the Hangul fillers and the
+  blank braille pattern) are `␣`: bash splits words on space, tab and line feed only, so
+  `ls\u00a0# || rm -rf ~` runs `rm` while it reads as a comment.
+* The zero-width joiners U+200C/U+200D are kept between two drawn characters that are not
+  ASCII (an emoji sequence, a Persian word), and the presentation selectors U+FE0E/U+FE0F after
+  one (`❤️`); anywhere else they are `�`: beside ASCII (`\u200d#`) they would hide what bash
+  reads.
 
 Every replacement is one character for one character (so never longer than the UTF-8 bytes it
 came from), and the result has no control character but tab and line feed. The work is linear
 in the length of the text: a scan for a character class, and, when it finds one, a
-`str.translate` pass.
+`str.translate` pass (and a scan for joiners out of place when the text has any).
 """
 
 from __future__ import annotations
 
 import re
 
+from bashgraph.tools.safety.invisible_ranges import BLANK_RANGES, HIDDEN_RANGES
+
 #: Shown instead of a character that has no symbol of its own.
 HIDDEN = "\ufffd"
 #: Shown instead of a line feed in text that must stay on one line.
 NEWLINE = "\u23ce"
 
-#: Characters that hide or reorder text, as (first, last) code points.
-_HIDING = (
-    (0x00AD, 0x00AD), (0x061C, 0x061C), (0x180E, 0x180E), (0x200B, 0x200B), (0x200E, 0x200F),
-    (0x2028, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB),
-    (0xE0000, 0xE007F),
-    (0xD800, 0xDFFF),  # lone surrogates: bytes that were not UTF-8 (no terminal can be sent them)
-)
 #: Shown instead of a blank that is not a space.
 BLANK = "\u2423"
-#: Characters a terminal draws as blank space that the shell does not split words on.
-_BLANKS = (
-    (0x00A0, 0x00A0), (0x115F, 0x1160), (0x1680, 0x1680), (0x2000, 0x200A), (0x202F, 0x202F),
-    (0x205F, 0x205F), (0x2800, 0x2800), (0x3000, 0x3000), (0x3164, 0x3164), (0xFFA0, 0xFFA0),
+_JOINERS = "\u200c\u200d"
+#: Text (U+FE0E) and emoji (U+FE0F) presentation selectors: kept after a drawn non-ASCII
+#: character, whose glyph they choose (`❤️`).
+_PRESENTATION = "\ufe0e\ufe0f"
+#: Not a drawn non-ASCII character: ASCII, a mark (after `translate` every marked character is
+#: a control picture, `�`, `␣` or `⏎`), a joiner or a selector.
+_UNDRAWN = rf"\x00-\x7f\u2400-\u2423\u23ce\ufffd{_JOINERS}{_PRESENTATION}"
+#: A joiner not between two drawn non-ASCII characters, a selector not after one.
+_OUT_OF_PLACE = re.compile(
+    rf"(?<![^{_UNDRAWN}])[{_JOINERS}{_PRESENTATION}]|[{_JOINERS}](?![^{_UNDRAWN}])"
 )
 
 
@@ -55,20 +60,21 @@ def _table(one_line: bool) -> dict[int, str]:
     table = {code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)}
     table[0x7F] = "\u2421"  # ␡
     table |= dict.fromkeys(range(0x80, 0xA0), HIDDEN)
-    for first, last in _HIDING:
+    for first, last in HIDDEN_RANGES:
         table |= dict.fromkeys(range(first, last + 1), HIDDEN)
-    for first, last in _BLANKS:
+    for first, last in BLANK_RANGES:
         table |= dict.fromkeys(range(first, last + 1), BLANK)
     if one_line:
         table[0x0A] = NEWLINE
-    return table
+    # Kept by `translate`, judged by their neighbours afterwards (in the scan's class too).
+    return table | {ord(char): char for char in _JOINERS + _PRESENTATION}
 
 
 def _class(table: dict[int, str]) -> re.Pattern[str]:
     """A character class of the table's keys, as ranges (a class of 200 single characters
     makes every step of the scan slower)."""
     ranges: list[list[int]] = []
-    for code in sorted(table):
+    for code in sorted(table):  # the joiners too: a text holding one needs the second scan
         if ranges and ranges[-1][1] == code - 1:
             ranges[-1][1] = code
         else:
@@ -86,7 +92,10 @@ def visible(text: str, *, one_line: bool = False) -> str:
     pattern, table = (_ONE_LINE, _ONE_LINE_TABLE) if one_line else (_KEEP_LINES, _KEEP_LINES_TABLE)
     if pattern.search(text) is None:  # the common case: one scan, no copy
         return text
-    return text.translate(table)  # one more pass, in C: a dictionary lookup per character
+    shown = text.translate(table)  # one more pass, in C: a dictionary lookup per character
+    if any(char in shown for char in _JOINERS + _PRESENTATION):
+        shown = _OUT_OF_PLACE.sub(HIDDEN, shown)
+    return shown
 
 
 def one_line(text: str) -> str:

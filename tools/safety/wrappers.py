@@ -16,7 +16,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from bashgraph.tools.safety.find_command import find_exec_commands
 from bashgraph.tools.safety.shellerrors import TooComplexError
+from bashgraph.tools.safety.wrapper_specs import WRAPPERS, Spec
 
 #: Programs that run program text read from stdin when given no script operand.
 INTERPRETERS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*"
@@ -24,69 +26,17 @@ INTERPRETERS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh|python[0-9.]*|
 SHELLS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh")
 #: Commands that run their arguments as shell code.
 EVALUATORS = frozenset({"eval", "source", "."})
-#: Names of the process's own stdin: a script file named so is the program read from stdin.
-STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+#: Names of one of the process's own file descriptors (`fd_path`): `/dev/stdin`, `/dev/fd/N`,
+#: `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/$$/fd/N`, `/proc/PID/fd/N` (any PID: the
+#: rules cannot tell it from the shell's), however many slashes separate the parts.
+_FD_PATH = re.compile(r"/+dev/+(?:(stdin)|(stdout)|(stderr)|fd/+(\d+))"
+                      r"|/+proc/+(?:self|thread-self|\$\$|\$BASHPID|\d+)/+(?:task/+\d+/+)?fd/+(\d+)")
 #: More wrappers than this in one command is refused as too complex (the views would grow as
 #: the square of the command's length).
 MAX_VIEWS = 16
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^]]*\])?\+?=")
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    """How one wrapper reads its options before the command it runs."""
-
-    short_valued: str = ""  # short options that take a value
-    long_valued: tuple[str, ...] = ()  # long options that take a value (`--x v` or `--x=v`)
-    long_flags: tuple[str, ...] = ()  # long options that do not (`--x=v` still allowed)
-    operands: int = 0  # operands between the options and the command (timeout's duration)
-    no_command: str = ""  # short options after which nothing is run (`command -v`, `chrt -p`)
-    no_command_long: tuple[str, ...] = ()
-
-
-_WRAPPERS: dict[str, _Spec] = {
-    "sudo": _Spec("ughpCDRTUrt", ("--user", "--group", "--host", "--prompt", "--close-from",
-                                 "--chdir", "--role", "--type", "--other-user", "--command-timeout",
-                                 "--chroot"),
-                  ("--login", "--shell", "--preserve-env", "--set-home", "--non-interactive",
-                   "--background", "--edit", "--stdin", "--bell", "--askpass", "--reset-timestamp",
-                   "--remove-timestamp", "--validate", "--list", "--preserve-groups", "--help",
-                   "--version"), no_command="lVvKke", no_command_long=("--list", "--validate",
-                                                                         "--edit", "--version")),
-    "doas": _Spec("uC"),
-    "env": _Spec("uCS", ("--unset", "--chdir", "--split-string"),
-                 ("--ignore-environment", "--null", "--debug", "--list-signal-handling",
-                  "--block-signal", "--default-signal", "--ignore-signal", "--help", "--version")),
-    "nice": _Spec("n", ("--adjustment",), ("--help", "--version")),
-    "ionice": _Spec("cn", ("--class", "--classdata"), ("--ignore", "--help", "--version"),
-                    no_command="pPu", no_command_long=("--pid", "--pgid", "--uid")),
-    "timeout": _Spec("sk", ("--signal", "--kill-after"),
-                     ("--foreground", "--preserve-status", "--verbose", "--help", "--version"),
-                     operands=1),
-    "stdbuf": _Spec("ioe", ("--input", "--output", "--error"), ("--help", "--version")),
-    "setsid": _Spec("", (), ("--ctty", "--fork", "--wait", "--help", "--version")),
-    "nohup": _Spec("", (), ("--help", "--version")),
-    "exec": _Spec("a"),
-    "command": _Spec(no_command="vV"),
-    "builtin": _Spec(),
-    "time": _Spec("fo", ("--format", "--output"),
-                  ("--append", "--portability", "--verbose", "--quiet", "--help", "--version")),
-    "chrt": _Spec("T", ("--sched-runtime", "--sched-period", "--sched-deadline"),
-                  ("--all-tasks", "--batch", "--deadline", "--fifo", "--idle", "--other", "--rr",
-                   "--reset-on-fork", "--max", "--verbose", "--help", "--version"),
-                  operands=1, no_command="pm", no_command_long=("--pid", "--max")),
-    "taskset": _Spec("", (), ("--all-tasks", "--cpu-list", "--help", "--version"), operands=1,
-                     no_command="p", no_command_long=("--pid",)),
-    "unbuffer": _Spec(),
-    "chroot": _Spec("", ("--groups", "--userspec"), ("--skip-chdir", "--help", "--version"),
-                    operands=1),
-    "busybox": _Spec(),
-    "xargs": _Spec("aIdLnPsE", ("--arg-file", "--delimiter", "--max-args", "--max-procs",
-                                "--max-chars", "--max-lines", "--process-slot-var"),
-                   ("--null", "--eof", "--replace", "--interactive", "--no-run-if-empty",
-                    "--open-tty", "--exit", "--show-limits", "--verbose", "--help", "--version")),
-}
-_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 #: bash's own options that take a value: `-o pipefail`, `-O extglob`, `--rcfile FILE`.
 _SHELL_VALUED_SHORT = "oO"
 _SHELL_VALUED_LONG = ("--rcfile", "--init-file")
@@ -115,6 +65,7 @@ class ShellCall:
     script: str | None  # the `-c` operand
     operand: str | None  # a script file (or `<(…)`)
     reads_stdin: bool
+    script_at: int = -1  # the index of the `-c` operand among the words
 
 
 def views(words: tuple[str, ...], args_from_stdin: bool = False) -> list[View]:
@@ -124,7 +75,7 @@ def views(words: tuple[str, ...], args_from_stdin: bool = False) -> list[View]:
     """
     if not words:
         return []
-    if words[0] not in _WRAPPERS and words[0] != "find":
+    if words[0] not in WRAPPERS and words[0] != "find" and not _runs_positional(words):
         return [View(words, args_from_stdin)]  # the usual case, quickly
     found: list[View] = []
     pending = [View(words, args_from_stdin)]
@@ -133,10 +84,9 @@ def views(words: tuple[str, ...], args_from_stdin: bool = False) -> list[View]:
         found.append(view)
         if len(found) > MAX_VIEWS:
             raise TooComplexError(f"more than {MAX_VIEWS} wrapped commands in one command")
-        inner = [View(w) for w in reversed(_find_exec_commands(view.words))]
-        wrapped = _wrapped_command(view.words)
-        if wrapped:
-            inner.insert(0, View(wrapped, view.args_from_stdin or view.words[0] == "xargs"))
+        inner = [View((program_name(w[0]), *w[1:])) for w in reversed(find_exec_commands(view.words))]
+        from_stdin = view.args_from_stdin or view.words[0] == "xargs"
+        inner[:0] = [View(wrapped, from_stdin) for wrapped in reversed(_wrapped_commands(view.words))]
         pending.extend(inner)
     return found
 
@@ -146,25 +96,6 @@ def has_braces(word: str) -> bool:
     opening = word.find("{")
     rest = word[opening:] if opening >= 0 else ""
     return "}" in rest and ("," in rest or ".." in rest)
-
-
-#: The options `find` takes before its start paths: -H -L -P, -O<level>, -D <debug options>.
-_FIND_LEADING = re.compile(r"-[HLP]|-O\d*|-D")
-
-
-def find_start_paths(words: tuple[str, ...]) -> list[str]:
-    """The paths `find` walks: the operands before its first expression word (default `.`)."""
-    paths: list[str] = []
-    rest = iter(words[1:])
-    for word in rest:
-        if word.startswith(("-", "(", "!")) and word not in ("-", "--"):
-            if paths or not _FIND_LEADING.fullmatch(word):
-                break
-            if word == "-D":
-                next(rest, None)  # its debug options (`-D stat`)
-            continue
-        paths.append(word)
-    return paths or ["."]
 
 
 def shell_call(words: tuple[str, ...]) -> ShellCall:
@@ -188,8 +119,8 @@ def shell_call(words: tuple[str, ...]) -> ShellCall:
             break
     operands = words[index:]
     if has_c:
-        return ShellCall(operands[0] if operands else None, None, False)
-    if operands and not has_s and operands[0] not in STDIN_FILES:
+        return ShellCall(operands[0] if operands else None, None, False, index)
+    if operands and not has_s and fd_path(operands[0]) != 0:
         return ShellCall(None, operands[0], False)
     return ShellCall(None, None, True)
 
@@ -198,7 +129,7 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
     """True for an interpreter reading its program from stdin: `sh`, `bash -s`, `python3 -`,
     `bash /dev/stdin`, `source /dev/stdin`."""
     if words[:1] in ((".",), ("source",)):
-        return len(words) > 1 and words[1] in STDIN_FILES
+        return len(words) > 1 and fd_path(words[1]) == 0
     if not words or not INTERPRETERS.fullmatch(words[0]):
         return False
     if SHELLS.fullmatch(words[0]):
@@ -207,12 +138,21 @@ def runs_stdin_as_code(words: tuple[str, ...]) -> bool:
         if word == "-":
             return True
         if not word.startswith("-"):
-            return word in STDIN_FILES  # else a script file
+            return fd_path(word) == 0  # else a script file
         if word[1:2] != "-" and set(word[1:]) & set("cmeEprW"):
             return False  # -c CODE, -m module, -e CODE, -r CODE (php)
         if word in ("--eval", "--print", "--version", "--help"):
             return False
     return True
+
+
+def fd_path(word: str) -> int | None:
+    """The file descriptor `word` names (`/dev/stdin` is 0, `/dev//fd/3` is 3), or None."""
+    match = _FD_PATH.fullmatch(word)
+    if match is None:
+        return None
+    stdin, stdout, stderr, dev_fd, proc_fd = match.groups()
+    return 0 if stdin else 1 if stdout else 2 if stderr else int(dev_fd or proc_fd)
 
 
 def program_name(word: str) -> str:
@@ -237,10 +177,19 @@ def long_option(name: str, known: tuple[str, ...]) -> str | None:
     return next((option for option in known if option.startswith(name)), None)
 
 
-def _wrapped_command(words: tuple[str, ...]) -> tuple[str, ...]:
-    spec = _WRAPPERS.get(words[0])
+def _wrapped_commands(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """What a wrapper runs (one command), or, past an option its spec does not know, every
+    later word that could start the command: an unknown option may take the next word."""
+    return [(program_name(rest[0]), *rest[1:]) for rest in _wrapped_words(words) if rest]
+
+
+def _wrapped_words(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """`_wrapped_commands`, the program word as written."""
+    if _runs_positional(words):
+        return [words[_positional_start(words) :]]
+    spec = WRAPPERS.get(words[0])
     if spec is None:
-        return ()
+        return []
     index = 1
     split: tuple[str, ...] = ()
     while index < len(words):
@@ -250,39 +199,80 @@ def _wrapped_command(words: tuple[str, ...]) -> tuple[str, ...]:
             break
         if words[0] == "env" and (ASSIGNMENT.match(word) or word == "-"):
             index += 1
-        elif word.startswith("--"):
-            name, eq, value = word.partition("=")
-            full = long_option(name, spec.long_valued + spec.long_flags)
-            if full in spec.no_command_long:
-                return ()
-            takes_next = not eq and full in spec.long_valued
-            if full == "--split-string":
-                split = _split_string(words[index + 1] if takes_next and index + 1 < len(words)
-                                      else value)
-            index += 2 if takes_next else 1
-        elif word.startswith("-") and len(word) > 1:
-            letter, value, consumed = _short_options(word, spec, words[index + 1 : index + 2])
-            if letter == "!":
-                return ()
-            if letter == "S" and words[0] == "env":
-                split = _split_string(value)
-            index += consumed
-        else:
+            continue
+        if not word.startswith("-") or len(word) == 1:
             break
+        read = _read_option(words, index, spec)
+        if read is None:
+            return _every_later_command(words, index + 1)
+        if read.no_command:
+            return []
+        split = read.split or split
+        index += read.consumed
     rest = (*split, *words[index + spec.operands :])
-    return (program_name(rest[0]), *rest[1:]) if rest else ()
+    if words[0] == "flock" and rest[:1] in (("-c",), ("--command",)):
+        return []  # `flock FILE -c CODE`: shell code (`inline_script`)
+    return [rest]
 
 
-def _short_options(word: str, spec: _Spec, following: tuple[str, ...]) -> tuple[str, str, int]:
-    """(the valued letter or "" or "!" for no command, its value, words consumed)."""
+@dataclass(frozen=True, slots=True)
+class _Option:
+    consumed: int  # words
+    no_command: bool = False
+    split: tuple[str, ...] = ()  # `env -S '…'`: the words it splits into
+
+
+def _read_option(words: tuple[str, ...], index: int, spec: Spec) -> _Option | None:
+    """The option at `index`, or None when the spec does not know it."""
+    word, following = words[index], words[index + 1 : index + 2]
+    if word.startswith("--"):
+        name, eq, value = word.partition("=")
+        full = long_option(name, spec.long_valued + spec.long_flags + spec.no_command_long)
+        if full is None:
+            return None
+        takes_next = not eq and full in spec.long_valued
+        if takes_next:
+            value = following[0] if following else ""
+        split = _split_string(value) if full == "--split-string" else ()
+        return _Option(2 if takes_next else 1, full in spec.no_command_long, split)
     for offset, letter in enumerate(word[1:], start=1):
+        if not spec.knows_short(letter):
+            return None
         if letter in spec.no_command:
-            return "!", "", 1
+            return _Option(1, no_command=True)
+        glued = word[offset + 1 :]
+        if letter in spec.short_optional:
+            return _Option(1)  # its value, if any, is the rest of the word
         if letter in spec.short_valued:
-            if offset < len(word) - 1:
-                return letter, word[offset + 1 :], 1
-            return letter, following[0] if following else "", 2
-    return "", "", 1
+            value = glued or (following[0] if following else "")
+            split = _split_string(value) if (words[0], letter) == ("env", "S") else ()
+            return _Option(1 if glued else 2, split=split)
+    return _Option(1)
+
+
+def _every_later_command(words: tuple[str, ...], start: int) -> list[tuple[str, ...]]:
+    starts = [index for index in range(start, len(words)) if not words[index].startswith("-")]
+    if len(starts) > MAX_VIEWS:  # counted first: each view copies the rest of the words
+        raise TooComplexError(f"{words[0]} has an option not known to the rules and too many "
+                              "words after it")
+    return [words[index:] for index in starts]
+
+
+#: A `-c` script that runs its positional parameters: `sh -c '"$@"' _ rm -rf x` runs `rm`.
+_POSITIONAL = re.compile(r"\$(?:[@*1-9]|\{[@*1-9])")
+
+
+def _runs_positional(words: tuple[str, ...]) -> bool:
+    if not SHELLS.fullmatch(words[0]):
+        return False
+    call = shell_call(words)
+    return call.script is not None and _POSITIONAL.search(call.script) is not None and (
+        call.script_at + 2 < len(words))
+
+
+def _positional_start(words: tuple[str, ...]) -> int:
+    """Where `$1` is among the words of `sh -c SCRIPT NAME ARGS…` (after SCRIPT and `$0`)."""
+    return shell_call(words).script_at + 2
 
 
 def _split_string(value: str) -> tuple[str, ...]:
@@ -293,49 +283,51 @@ def _split_string(value: str) -> tuple[str, ...]:
         return tuple(value.split())
 
 
-def _find_exec_commands(words: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """`find P Q -exec rm {} ;` -> `rm P/* Q/*`: `{}` stands for anything under a start path.
-
-    One command per `-exec`, with each `{}` word repeated once per start path. Raises
-    `TooComplexError` when that would make the text more than a few times longer: many
-    `-exec`s times many start paths, or many `{}` in a word times a long start path, grows as
-    the square of the command. The budget is in characters, checked before a word is built.
-    """
-    if not words or words[0] != "find":
-        return []
-    starts = list(dict.fromkeys(f"{start.rstrip('/')}/*" for start in find_start_paths(words)))
-    commands: list[tuple[str, ...]] = []
-    budget = 4 * sum(len(word) + 1 for word in words) + 4096
-    index = 0
-    while index < len(words):
-        if words[index] not in _FIND_EXEC:
-            index += 1
-            continue
-        end = index + 1
-        while end < len(words) and words[end] not in (";", "+"):
-            end += 1
-        inner: list[str] = []
-        for word in words[index + 1 : end]:
-            braces = word.count("{}")
-            for start in starts if braces else ("{}",):
-                budget -= len(word) + braces * (len(start) - 2) + 1
-                if budget < 0:
-                    raise TooComplexError("find runs too many commands on too many start paths")
-                inner.append(word.replace("{}", start) if braces else word)
-        if inner:
-            commands.append((program_name(inner[0]), *inner[1:]))
-        index = end
-    return commands
+#: Programs whose `-c`/`--command` value a shell runs, and their other short options that take
+#: a value (`su -s /bin/sh -c CODE`, `flock FILE -c CODE`, `script -q -c CODE log`).
+_COMMAND_OPTION = {"su": "wgGs", "runuser": "ugGsw", "script": "IOBTmEo", "flock": "wE"}
 
 
 def inline_script(words: tuple[str, ...]) -> str | None:
-    """The code bash parses again: `bash -c CODE`, `sh -ec CODE`, `eval ARGS…` (else None)."""
-    if words[0] == "eval":
+    """The code bash parses again: `bash -c CODE`, `sh -ec CODE`, `eval ARGS…`, `su -c CODE`,
+    `flock F -c CODE`, `script -c CODE`, `sg GROUP CODE`, `watch CODE…` (else None)."""
+    name = words[0]
+    if name == "eval":
         args = words[2:] if words[1:2] == ("--",) else words[1:]
         return " ".join(args)
-    if not SHELLS.fullmatch(words[0]):
+    if name in _COMMAND_OPTION:
+        return _command_option(words, _COMMAND_OPTION[name])
+    if name == "sg":  # `sg [-] GROUP [-c] CODE`: the rest goes to `sh -c`
+        rest = [w for w in words[1:] if w != "-"][1:]
+        return " ".join(rest[1:] if rest[:1] == ["-c"] else rest) or None
+    if name == "watch":  # read as code even with `-x`: that can only add parts
+        wrapped = _wrapped_words(words)
+        return (" ".join(wrapped[0]) or None) if len(wrapped) == 1 else None
+    if not SHELLS.fullmatch(name):
         return None
     return shell_call(words).script
+
+
+def _command_option(words: tuple[str, ...], valued: str) -> str | None:
+    """The value of `-c`/`--command`/`--session-command`, wherever it is among the options."""
+    index = 1
+    while index < len(words):
+        word, following = words[index], words[index + 1 : index + 2]
+        index += 1
+        if word == "--":
+            return None
+        name, eq, value = word.partition("=")
+        if word.startswith("--") and long_option(name, ("--command", "--session-command")):
+            return value if eq else (following[0] if following else None)
+        if not word.startswith("-") or word.startswith("--"):
+            continue
+        for offset, letter in enumerate(word[1:], start=1):
+            if letter == "c":
+                return word[offset + 1 :] or (following[0] if following else None)
+            if letter in valued:
+                index += 0 if word[offset + 1 :] else 1
+                break
+    return None
 
 
 def runs_arguments(words: tuple[str, ...]) -> bool:

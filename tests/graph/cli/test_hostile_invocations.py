@@ -55,18 +55,27 @@ def test_a_run_whose_stdout_is_closed_from_the_start_runs_nothing(cli: Cli) -> N
 
 
 def test_a_run_whose_stdout_closes_midway_stops_where_it_was_and_resumes(
-    cli: Cli, openai_server: FakeOpenAIServer
+    cli: Cli, openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    """The reader goes away while a command runs (`| head -2`): the run stops, stderr says how
-    to continue it, and the thread continues from there."""
-    openai_server.add(tool_call("bash", {"command": "echo one; sleep 1; echo two"}), text("all done"))
+    """The reader goes away while a command runs (`| head -2`): the run stops at its next line,
+    stderr says how to continue it, and the thread continues from there.
+
+    The command waits until the reader has gone, so the pipe breaks at the line that ends the
+    command, never at the one that starts it (that break would cut the command off, and its
+    resume asks a person, as after Ctrl-C: docs/cli.md)."""
+    reader_gone = tmp_path / "reader-gone"
+    command = f"echo one; until [ -e {reader_gone} ]; do sleep 0.05; done; echo two"
+    openai_server.add(tool_call("bash", {"command": command}), text("all done"))
     process = subprocess.Popen([sys.executable, "-m", "bashgraph.graph.cli", "run", "count", "--thread", "midway"],
                                env=cli.env, cwd=cli.home, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None
-    process.stdout.readline()  # "thread midway …": the run has started
+    assert process.stdout.readline().startswith(b"thread midway")
+    assert process.stdout.readline().startswith(b"$ echo one")  # the command has started
     process.stdout.close()
+    reader_gone.touch()
     _, err = process.communicate(timeout=60)
     assert process.returncode == PIPE_CLOSED
+    assert len(err.decode().splitlines()) == 1, err.decode()
     [line] = err.decode().splitlines()
     assert line.startswith("bashgraph: stdout was closed; the run stopped where it was; continue it with: "
                            "bashgraph resume midway")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from bashgraph.graph.cli.markdown import safe_markdown
+from bashgraph.graph.cli import terminal
+from bashgraph.graph.cli.markdown import MARKDOWN_MAX_CHARS, safe_markdown
 from bashgraph.graph.cli.terminal import LINE_CHARS, TAIL_LINES, TOKEN_CHARS, TerminalRenderer, _Running
 from bashgraph.tools.safety import visible
 
@@ -31,7 +33,8 @@ def rendered(text: str, width: int = 80) -> str:
 
 def hidden(shown: str) -> list[str]:
     """Characters the sanitiser would have replaced: none may reach the terminal."""
-    return [f"U+{ord(ch):04X}" for ch in shown if ch != "\n" and visible(ch) != ch]
+    again = visible(shown)  # one character for one: where it differs, something was left
+    return [f"U+{ord(ch):04X}" for ch, kept in zip(shown, again, strict=True) if ch != kept]
 
 
 def test_character_references_do_not_bring_hidden_characters_back() -> None:
@@ -88,3 +91,30 @@ def test_the_output_tail_is_the_last_lines_cut_at_their_start(chunks: list[str])
     assert list(run.tail) == [line[:LINE_CHARS] for line in ended[-TAIL_LINES:]]
     if chunks:
         assert run.partial["stdout"] == rest[:LINE_CHARS]
+
+
+def test_a_final_answer_past_the_markdown_limit_is_printed_as_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich needs tens of microseconds per character to lay out Markdown (a 1 MB table took over
+    a minute): past MARKDOWN_MAX_CHARS the answer is written as it is, every character of it
+    still made visible, and no Markdown is built."""
+    def no_markdown(text: str) -> None:
+        raise AssertionError("a long answer must not be laid out as Markdown")
+
+    monkeypatch.setattr(terminal, "safe_markdown", no_markdown)
+    row = "| a \x1b[2J | *b* |\n"
+    text = "# title\n" + row * (MARKDOWN_MAX_CHARS // len(row) + 1)
+    out = io.StringIO()
+    TerminalRenderer(Console(file=out, width=80, color_system=None, force_terminal=False))._on_model_reply(
+        {"text": text, "tool_calls": []})
+    shown = out.getvalue()
+    assert shown.startswith(f"final answer ({len(text.strip()):,} characters, shown as plain text)\n")
+    assert shown.endswith(visible(text.strip()) + "\n")  # every line, as written: `#`, `*`, `|`
+    assert hidden(shown) == []
+
+
+def test_a_final_answer_within_the_limit_is_still_markdown() -> None:
+    out = io.StringIO()
+    TerminalRenderer(Console(file=out, width=80, color_system=None, force_terminal=False))._on_model_reply(
+        {"text": "# title\n\n*b*" + " x" * (MARKDOWN_MAX_CHARS // 2 - 20), "tool_calls": []})
+    assert "final answer" in out.getvalue()
+    assert "*b*" not in out.getvalue()  # emphasis rendered, not written

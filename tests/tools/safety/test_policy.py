@@ -130,6 +130,7 @@ ASKED = [
     "echo x >> /dev/sda", "cat k | tee /etc/ssh/sshd_config", "cp a /usr/bin/",
     "cp -t /etc a", "cd /etc && echo x > passwd", "crontab -r", "crontab -u bob -r",
     "kill -9 -1", "kill -- -1", "kill -KILL -1", "python3 - <<'EOF'\nprint(1)\nEOF",
+    "mkfs.ext4 disk.img", "wipefs -a disk.img", "systemctl start reboot.target",
 ]
 ALLOWED = [
     "rm -rf build", "rm -rf ./*", "rm -rf *", "rm x /etc/y", "cd sub && rm -rf x",

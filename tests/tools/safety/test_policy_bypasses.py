@@ -143,7 +143,7 @@ ALLOWED = [
     "cat <<EOF > notes.txt\nrm -rf ../x\nEOF", "bash <<'EOF'\necho hi\nls -la\nEOF",
     "echo 'ls -la' | bash", "bash <<< 'make test'", "bash -o pipefail -c 'make | tee log'",
     "bash script.sh", "bash script.sh $(nproc)", "bash < setup.sh", "python3 script.py",
-    "python3 -c 'print(1)'", "python3 -m json.tool < data.json", "git push origin main",
+    "python3 -m pytest -q", "python3 -m json.tool < data.json", "git push origin main",
     "git push --follow-tags", "git push -u origin main", "git reset --soft HEAD~1",
     "git clean -n", "git clean -ef", "timeout 5 make", "nice -n 5 make", "env X=1 make",
     "xargs -I{} echo {}", "rm -rf build/*/cache", "chmod --changes 644 x", "time make",

@@ -1,0 +1,53 @@
+"""Which leading words of a simple command are keywords and assignments, and which is the program.
+
+Like bash, a word is a keyword only where a command starts, before any assignment, redirection
+or quoted word: `if`, `!`, `time` and `{` there are grammar, while `x=1 time`, `>f !` and `'if'`
+name programs. `for`/`select`/`case` headers are no command (`for x in …`), except that a
+command starts after their `do` (`for x do cmd`, `for ((…)) do cmd`).
+"""
+
+from __future__ import annotations
+
+from bashgraph.tools.safety.wrappers import ASSIGNMENT, program_name
+
+KEYWORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while",
+                      "until", "esac", "time", "coproc"})
+_HEADERS = frozenset({"for", "select", "case"})  # their words are not a command
+
+
+def command_words(words: list[str], functions: set[str], keyword_words: int = -1,
+                  piped_in: bool = False) -> list[str]:
+    """Drop leading keywords and assignments; reduce the program to its base name.
+
+    Like bash, a word is a keyword only before any assignment, redirection or quoted word
+    (`x=1 time`, `>f !` and `'if'` name programs); `keyword_words` is how many words may be
+    keywords (-1: any). `time` and `!` are keywords only where a pipeline starts: after a pipe
+    (`piped_in`), `| time ls` runs /usr/bin/time, until `{`, `if`… start a new list."""
+    index, after_time = 0, False
+    limit = len(words) if keyword_words < 0 else keyword_words
+    pipeline_start = not piped_in
+    while index < len(words):
+        word = words[index]
+        if index >= limit and not ASSIGNMENT.match(word):
+            break
+        if word in ("time", "!") and not pipeline_start:
+            break
+        pipeline_start = pipeline_start or word in KEYWORDS
+        if ASSIGNMENT.match(word):
+            limit = min(limit, index)
+        if word in ("for", "select") and "do" in words[index + 1 : index + 3]:
+            index = words.index("do", index + 1) + 1  # `for x do cmd`, `for ((…)) do cmd`
+        elif word in _HEADERS:
+            return []
+        elif word == "function":
+            functions.update(words[index + 1 : index + 2])
+            index += 2
+        elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
+            index += 3  # `coproc NAME { …; }`
+        elif word in KEYWORDS or ASSIGNMENT.match(word) or (after_time and word in ("-p", "--")):
+            after_time = word == "time" or (after_time and word in ("-p", "--"))
+            index += 1
+        else:
+            break
+    rest = words[index:]
+    return [program_name(rest[0]), *rest[1:]] if rest else []
