@@ -8,13 +8,14 @@ without a journal and the run has a store, each command's row lives there, in th
 meaning as a row of graph/store/journal.py: a start without a result is a command that was cut off,
 which a resume reports as `spawn_error/interrupted` instead of running it again.
 
-Why local sessions keep their own table instead of this: a `BaseStore` has no insert-if-absent,
-and its durability is the backend's (the SQL journal fsyncs each start itself and refuses a second
-start atomically). Under the server the two are the server's job: it runs one run per thread at a
-time (its multitask strategy), and its PostgreSQL store commits each `put` before it returns, so
-the row is on disk before the command starts. `langgraph dev` keeps its store in memory and writes
+A start is an insert-if-absent (graph/store/store_claim.py): on langgraph's PostgreSQL stores
+(the self-hosted server's), a second start of one call is refused atomically whatever the server
+does, and the row is committed before the command starts. Other stores make it atomic
+within one process only; across processes they rely on the server running one run per thread at a
+time (its multitask strategy). Local sessions keep their own table (graph/store/journal.py), which
+also fsyncs each start itself. `langgraph dev` keeps its store in memory and writes
 it to `.langgraph_api/` every 10 s, together with its checkpoints: a crash of the dev server loses
-up to the last 10 s of both (see docs/servers.md).
+up to the last 10 s of both (see docs/serving.md).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from bashgraph.graph.call_journal import JournalEntry
 from bashgraph.graph.errors import StoreError
+from bashgraph.graph.store.store_claim import claim
 from bashgraph.tools.results import CommandResult
 
 if TYPE_CHECKING:
@@ -45,15 +47,13 @@ class StoreJournal:
 
     def start(self, thread_id: str, call_id: str, attempt: int, command: str,
               marker: str | None = None) -> None:
-        namespace, key = _namespace(thread_id), _key(call_id, attempt)
-        if self.store.get(namespace, key) is not None:
+        row = {"command": command, "started_at": time.time(), "result": None,
+               "marker": marker, "host": socket.gethostname()}
+        if not claim(self.store, _namespace(thread_id), _key(call_id, attempt), row):
             raise StoreError(
                 f"command journal: call {call_id!r} (attempt {attempt}) of thread {thread_id!r} "
                 "was already started; refusing to run it twice"
             )
-        row = {"command": command, "started_at": time.time(), "result": None,
-               "marker": marker, "host": socket.gethostname()}
-        self.store.put(namespace, key, row, index=False)
 
     def finish(self, thread_id: str, call_id: str, attempt: int, result: CommandResult) -> None:
         namespace, key = _namespace(thread_id), _key(call_id, attempt)
