@@ -24,6 +24,7 @@ from bashgraph.graph.checks import Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
+from bashgraph.graph.output_preview import preview_fields
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
@@ -307,10 +308,10 @@ def output_events(call: ToolCall, emit: StreamWriter) -> Callable[[str, str], No
 
 
 def end_event(call: ToolCall, result: CommandResult) -> dict[str, Any]:
-    """Custom stream event: how a command ended."""
+    """Custom stream event: how a command ended, with a preview of its output for people."""
     return {
         "event": "command_end", "call_id": call.get("id"), "command": result.command,
         "outcome": result.outcome.value, "exit_code": result.exit_code,
         "spawn_error": result.spawn_error.value if result.spawn_error else None,
-        "duration_s": round(result.duration_s, 3),
+        "duration_s": round(result.duration_s, 3), **preview_fields(result),
     }

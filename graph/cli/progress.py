@@ -249,6 +249,7 @@ class PlainRenderer:
         elif kind == "command_end":
             yield (f"  {'[' + badge(event) + ']':<{BADGE_WIDTH + 2}} {duration(event):>{DURATION_WIDTH}}"
                    f"  $ {event.get('command')}")
+            yield from preview_lines(event)
         elif kind in ("job_start", "job_end"):
             yield job_line(event)
         elif kind == "node":
@@ -282,6 +283,20 @@ class PlainRenderer:
 
     def close(self) -> None:
         self.out.flush()
+
+
+#: Marks of a command's output lines under its line: stdout, stderr (as in the live tail).
+PREVIEW_MARKS = {"stdout": "    │ ", "stderr": "    ! "}
+
+
+def preview_lines(event: Mapping[str, Any]) -> list[str]:
+    """A finished command's output as people see it: the head and tail lines of each stream
+    (the event's previews), then where all of it is when it went over the cap."""
+    lines = [mark + str(line) for stream, mark in PREVIEW_MARKS.items()
+             for line in event.get(f"{stream}_preview") or ()]
+    if event.get("output_file"):
+        lines.append(f"    (all of the output: {event['output_file']})")
+    return lines
 
 
 def job_line(event: Mapping[str, Any]) -> str:

@@ -28,7 +28,16 @@ from rich.text import Text
 from bashgraph.graph import FINAL_STATUSES
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.markdown import safe_markdown
-from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
+from bashgraph.graph.cli.progress import (
+    BADGE_WIDTH,
+    DURATION_WIDTH,
+    badge,
+    duration,
+    end_lines,
+    job_line,
+    preview_lines,
+    step_line,
+)
 from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
 from bashgraph.tools.safety import one_line, visible
@@ -172,6 +181,8 @@ class TerminalRenderer:
                              (f"{duration(event):>{DURATION_WIDTH}}", "dim"), "  $ ",
                              one_line(str(event.get("command"))))
         self.console.print(line, no_wrap=True, overflow="ellipsis")
+        for output in preview_lines(event):
+            self.console.print(Text(one_line(output), style="dim"), no_wrap=True, overflow="ellipsis")
 
     def _on_job_start(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="cyan"))
