@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 
 from bashgraph.graph.checks import Check, Checker, denial_of
 from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.nodes import pending_calls, to_tool_message
+from bashgraph.graph.nodes import end_event, pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.safety.policy import Policy, load_policy
@@ -81,6 +82,7 @@ class ApprovalNode:
         for call, decision in decided:
             refusal = refusal_of(call, decision, verdicts.get(call.get("id") or ""))
             if refusal is not None:
+                get_stream_writer()(end_event(call, refusal))  # shown like every other outcome
                 answers.append(to_tool_message(call, refusal, self.config.max_output_chars, message.id or ""))
         edits = {call_id: v.command for call_id, v in verdicts.items() if v.action == "edit"}
         update: list[Any] = answers

@@ -81,3 +81,31 @@ def test_escape_sequences_in_output_never_reach_the_screen(cli: Cli, openai_serv
     assert result.code == 0, result.err
     assert "    │ ab␁c" in result.out.splitlines()
     assert not CONTROL.search(result.out)
+
+
+def test_a_command_a_rule_denies_shows_its_line_and_event(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """docs/cli.md promises a `denied` badge: in a pipe and as a --json command_end."""
+    openai_server.add(tool_call("bash", {"command": "rm -rf stuff"}), text("left it"))
+    piped = cli("run", "tidy", "--rule", "deny:rm *")
+    assert piped.code == 0, piped.err
+    assert re.search(r"^  \[denied\] +\d\.\d\ds  \$ rm -rf stuff$", piped.out, re.M), piped.out
+    openai_server.add(tool_call("bash", {"command": "rm -rf stuff"}), text("left it"))
+    as_json = cli("run", "tidy", "--rule", "deny:rm *", "--json")
+    ends = as_json.of("command_end")
+    assert [(e["command"], e["outcome"], e["spawn_error"]) for e in ends] == [("rm -rf stuff", "spawn_error", "denied")]
+
+
+def test_a_command_a_person_rejects_shows_its_line_and_event(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    openai_server.add(tool_call("bash", {"command": "echo hi > mark"}))
+    assert cli("run", "mark", "--thread", "r1", "--rule", "ask:echo *").code == 3
+    openai_server.add(text("did not mark"))
+    piped = cli("resume", "r1", "--rule", "ask:echo *", "--answer", "reject")
+    assert piped.code == 0, piped.err
+    assert re.search(r"^  \[denied\] +\d\.\d\ds  \$ echo hi > mark$", piped.out, re.M), piped.out
+
+    openai_server.add(tool_call("bash", {"command": "echo hi > mark"}))
+    assert cli("run", "mark", "--thread", "r2", "--rule", "ask:echo *").code == 3
+    openai_server.add(text("did not mark"))
+    as_json = cli("resume", "r2", "--rule", "ask:echo *", "--answer", "reject", "--json")
+    assert [e["spawn_error"] for e in as_json.of("command_end")] == ["denied"]
+    assert not (cli.workdir / "mark").exists()
