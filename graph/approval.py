@@ -25,6 +25,9 @@ from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.safety.policy import Policy, load_policy
 
 APPROVAL_CHOICES = ("approve", "reject", "edit")
+#: What the model reads for a command a person already rejected in this run.
+REPEATED_REJECTION = ("rejected by a person earlier in this run{why}; the same command is not asked "
+                      "again: do something else, or finish with what you have")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,8 @@ class Verdict:
     action: str  # "approve" | "reject" | "edit"
     message: str = ""
     command: str = ""
+    repeated: bool = False
+    """The rejection a person gave earlier in this run, for the same command (not asked again)."""
 
 
 def make_policy(config: AgentConfig) -> Policy:
@@ -56,8 +61,13 @@ class ApprovalNode:
         cwd, checks = state.get("cwd"), state.get("policy_checks")
         decided = [(call, self.checker.check_of(call, cwd, checks)) for call in pending_calls(message)]
         asked = [(call, d) for call, d in decided if d is not None and d["action"] == "ask"]
-        verdicts = self._ask(asked) if asked else {}
-        return self._update(message, decided, verdicts)
+        # A command a person rejected in this run is not put to them again unchanged.
+        rejected = state.get("rejected") or {}
+        remembered = {call.get("id") or "": Verdict("reject", rejected[_command(call)], repeated=True)
+                      for call, _ in asked if _command(call) in rejected}
+        asked = [(call, d) for call, d in asked if (call.get("id") or "") not in remembered]
+        verdicts = (self._ask(asked) if asked else {}) | remembered
+        return self._update(message, decided, verdicts, rejected)
 
     def _ask(self, asked: list[tuple[ToolCall, Check]]) -> dict[str, Verdict]:
         question: dict[str, Any] = {
@@ -76,9 +86,11 @@ class ApprovalNode:
 
     def _update(
         self, message: AIMessage, decided: list[tuple[ToolCall, Check | None]],
-        verdicts: dict[str, Verdict],
+        verdicts: dict[str, Verdict], rejected: dict[str, str],
     ) -> dict[str, Any]:
         answers: list[ToolMessage] = []
+        newly = {_command(call): verdicts[call.get("id") or ""].message for call, _ in decided
+                 if (v := verdicts.get(call.get("id") or "")) is not None and v.action == "reject" and not v.repeated}
         for call, decision in decided:
             refusal = refusal_of(call, decision, verdicts.get(call.get("id") or ""))
             if refusal is not None:
@@ -91,7 +103,10 @@ class ApprovalNode:
             # Rebuilt from the real tool_calls only (malformed calls stay in invalid_tool_calls).
             calls = [edited_call(call, edits.get(call.get("id") or "")) for call in message.tool_calls]
             update = [message.model_copy(update={"tool_calls": calls}), *answers]
-        return {"messages": update} if update else {}
+        result: dict[str, Any] = {"messages": update} if update else {}
+        if newly:
+            result["rejected"] = {**rejected, **newly}
+        return result
 
 
 def edited_call(call: ToolCall, command: str | None) -> ToolCall:
@@ -114,11 +129,17 @@ def refusal_of(call: ToolCall, check: Check | None, verdict: Verdict | None) -> 
     denied = denial_of(call, check)
     if denied is not None:
         return denied
-    command = str(call["args"].get("command", ""))
+    command = _command(call)
     if verdict is not None and verdict.action == "reject":
         why = f": {verdict.message}" if verdict.message else ""
+        if verdict.repeated:
+            return spawn_failure(SpawnErrorKind.DENIED, command, REPEATED_REJECTION.format(why=why))
         return spawn_failure(SpawnErrorKind.DENIED, command, f"rejected by a person{why}")
     return None
+
+
+def _command(call: ToolCall) -> str:
+    return str(call["args"].get("command", ""))
 
 
 def read_verdicts(answer: Any, call_ids: list[str]) -> dict[str, Verdict]:

@@ -263,7 +263,7 @@ def new_run_reset(state: AgentState) -> dict[str, Any]:
         return {}
     return {
         "steps": 0, "replans": 0, "exit_streak": 0, "args_errors": 0, "spawn_retries": 0,
-        "failures": [], "environment_told": None, "routed_reply": None, "route_base": None,
+        "failures": [], "environment_told": None, "routed_reply": None, "route_base": None, "rejected": None,
         "status": "running", "reason": None,
     }
 
