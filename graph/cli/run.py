@@ -62,6 +62,9 @@ class RunSettings:
     """Stream the model's words as they come (the terminal shows them; the client then streams)."""
     ask: Callable[[dict[str, Any]], Any] | None = None
     """Asks a person on the terminal; None when nobody can answer (pipe, --json)."""
+    notice: str | None = None
+    """Said on stderr once the thread is known to be runnable (which model is used, and why):
+    a refusal (no such thread, busy) is said first and alone."""
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -182,14 +185,16 @@ class Driver:
             print(one_line(line), file=sys.stderr)
         return int(stop.exit_status)
 
-    async def _drive(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
-        try:
-            self._emit({"event": "start", "command": self.command, "task": self.task,
-                        "model": choose_model_name(self.settings.config),
-                        "db": locate(self.settings.db).label})
-        except BrokenPipeError:
-            return Stop("pipe_closed", "stdout was closed before the run started; nothing ran")
+    def _announce(self) -> None:
+        """The model notice and the `start` event: the thread passed its checks and will run."""
+        if self.settings.notice:
+            print(self.settings.notice, file=sys.stderr)
+        self._emit({"event": "start", "command": self.command, "task": self.task,
+                    "model": choose_model_name(self.settings.config),
+                    "db": locate(self.settings.db).label})
         self._started = True
+
+    async def _drive(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
         try:
             async with aopen_session(self.settings.db, model=self.settings.model,
                                      config=self.settings.config) as session:
@@ -211,7 +216,11 @@ class Driver:
 
     async def _drive_locked(self, session: AsyncSession,
                             first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
-        step = await first(session)
+        step = await first(session)  # a refusal (ConfigError) ends here, before anything is said
+        try:
+            self._announce()
+        except BrokenPipeError:
+            return Stop("pipe_closed", "stdout was closed before the run started; nothing ran")
         if isinstance(step, Stop):
             step = self._next_step(step)  # a question pending from an earlier run
         while isinstance(step, Action):
