@@ -10,6 +10,7 @@ calls that have no answer yet.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,8 +75,8 @@ class ApprovalNode:
             "kind": "approval",
             "requests": [approval_request(call, decision) for call, decision in asked],
             "choices": list(APPROVAL_CHOICES),
-            "note": "answer approve, reject, {'action': 'reject', 'message': ...} or "
-                    "{'action': 'edit', 'command': ...}; or a dict of such answers by call_id",
+            "note": 'answer approve, reject, {"action": "reject", "message": ...} or '
+                    '{"action": "edit", "command": ...}; or an object of such answers by call_id',
         }
         while True:
             # An unreadable answer asks again (a new interrupt), instead of failing the run.
@@ -155,7 +156,8 @@ def read_verdicts(answer: Any, call_ids: list[str]) -> dict[str, Verdict]:
 def _edited_command(command: Any) -> str:
     """The command of an edit: text, not empty, that can be handed to a shell."""
     if not isinstance(command, str) or not command.strip():
-        raise ValueError(f"unreadable approval answer: an edit's command must be a non-empty string, got {command!r}")
+        raise ValueError("unreadable approval answer: an edit's command must be a non-empty string, "
+                         f"got {_shown(command)}")
     try:
         command.encode()
     except UnicodeEncodeError:
@@ -173,10 +175,15 @@ def read_verdict(answer: Any) -> Verdict:
             return Verdict("edit", command=_edited_command(answer.get("command")))
         if action in ("approve", "reject"):
             return Verdict(action, message=str(answer.get("message") or ""))
-        raise ValueError(f"unreadable approval answer {answer!r}: action must be one of {APPROVAL_CHOICES}")
+        raise ValueError(f"unreadable approval answer {_shown(answer)}: the action must be approve, reject or edit")
     text = str(answer).strip().lower()
     if text in ("approve", "approved", "yes", "y"):
         return Verdict("approve")
     if text in ("reject", "rejected", "no", "n"):
         return Verdict("reject")
-    raise ValueError(f"unreadable approval answer {answer!r}: answer approve, reject or edit")
+    raise ValueError(f"unreadable approval answer {_shown(answer)}: answer approve, reject or edit")
+
+
+def _shown(answer: Any) -> str:
+    """An answer as JSON, not as a Python repr: a person reads it at the prompt."""
+    return json.dumps(answer, ensure_ascii=False, default=str)

@@ -255,7 +255,7 @@ class PlainRenderer:
         elif kind == "node":
             yield from self._node_lines(event)
         elif kind == "answer":
-            yield f"answer given: {event['answer']}"
+            yield f"answer given: {questions.answer_words(event['answer'])}"
         elif kind == "paused":
             for question in event["questions"]:
                 yield from questions.lines(question)

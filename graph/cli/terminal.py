@@ -210,7 +210,7 @@ class TerminalRenderer:
                 or _WAITING_AFTER.get(node, "waiting for the model")
 
     def _on_answer(self, event: Mapping[str, Any]) -> None:
-        self.console.print(Text(one_line(f"answer given: {event['answer']}"), style="bold"))
+        self.console.print(Text(one_line(f"answer given: {questions.answer_words(event['answer'])}"), style="bold"))
         with self._lock:
             self._waiting = "applying the answer"
 
@@ -253,8 +253,9 @@ class TerminalRenderer:
             command = Prompt.ask(prompt, default="", show_default=False, console=self.console, stream=self._answers)
             return {"action": "edit", "command": command or proposed}
         if action == "reject":
-            message = Prompt.ask("message for the model (optional)", default="", console=self.console,
-                                 stream=self._answers)
+            # Not rich's `default=""` shown: it prints an empty `()`.
+            message = Prompt.ask("message for the model (Enter: none)", default="", show_default=False,
+                                 console=self.console, stream=self._answers)
             return {"action": "reject", "message": message} if message else "reject"
         return action
 
