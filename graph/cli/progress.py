@@ -31,6 +31,9 @@ from bashgraph.tools.safety import one_line
 class Renderer(Protocol):
     def emit(self, event: dict[str, Any]) -> None: ...
 
+    def pause(self) -> None:
+        """Clear what is drawn live (a signal's message is printed next)."""
+
     def close(self) -> None: ...
 
 
@@ -214,6 +217,9 @@ class JsonRenderer:
         self.out.write(json.dumps(event, default=str) + "\n")
         self.out.flush()
 
+    def pause(self) -> None:
+        """Nothing is drawn live."""
+
     def close(self) -> None:
         self.out.flush()
 
@@ -280,6 +286,9 @@ class PlainRenderer:
         line = step_line(event, self._last_reason)
         if line:
             yield line
+
+    def pause(self) -> None:
+        """Nothing is drawn live."""
 
     def close(self) -> None:
         self.out.flush()

@@ -155,7 +155,7 @@ class Driver:
         self.command = command
         self.task = task
         self._answer = answer  # a given --answer is used once, for the first question
-        self._sigint = SigintGuard()
+        self._sigint = SigintGuard(on_signal=settings.renderer.pause)
         self._started = False  # the start event was written: the thread may have run
 
     def execute(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> int:

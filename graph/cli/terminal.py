@@ -270,5 +270,10 @@ class TerminalRenderer:
         text = "\n".join(questions.lines(question, interactive=interactive))
         self.console.print(Panel(Text(text), title="waiting for you", title_align="left", border_style="yellow"))
 
+    def pause(self) -> None:
+        """Clear the live area (spinners, output tails): a signal's message comes next; the
+        area comes back with the next event."""
+        self._stop_live()
+
     def close(self) -> None:
         self._stop_live()
