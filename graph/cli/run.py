@@ -27,7 +27,7 @@ from bashgraph.graph import AgentConfig, AsyncSession, ConfigError, StoreError, 
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.progress import Renderer, chunk_events, stop_events
 from bashgraph.graph.cli.signals import SigintGuard
-from bashgraph.graph.cli.status import ResumeHint, Stop
+from bashgraph.graph.cli.status import OPTIONS_KEY, ResumeHint, Stop, stored_options
 from bashgraph.graph.models import as_model_error, choose_model_name
 from bashgraph.graph.store import locate
 from bashgraph.tools.safety import one_line
@@ -76,8 +76,9 @@ def run_task(task: str, thread_id: str, settings: RunSettings) -> int:
     async def first(session: AsyncSession) -> Action:
         snapshot = await session.astate(thread_id)
         if unfinished(snapshot):
+            hint = settings.hint.merged(stored_options(snapshot.metadata))  # how it was run
             raise ConfigError(f"thread {thread_id} has not finished; continue it with: "
-                              f"{settings.hint.command(thread_id)}")
+                              f"{hint.command(thread_id)}")
         return Action(inputs={"messages": [HumanMessage(task)]})
 
     return Driver(settings, thread_id, "run", task).execute(first)
@@ -216,6 +217,9 @@ class Driver:
 
     async def _drive_locked(self, session: AsyncSession,
                             first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
+        if self.command == "resume":  # the hints it prints carry the options the thread ran with
+            stored = stored_options((await session.astate(self.thread_id)).metadata)
+            self.settings = dataclasses.replace(self.settings, hint=self.settings.hint.merged(stored))
         step = await first(session)  # a refusal (ConfigError) ends here, before anything is said
         try:
             self._announce()
@@ -238,8 +242,9 @@ class Driver:
     async def _stream(self, session: AsyncSession, action: Action) -> Stop:
         modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
         # From an earlier checkpoint (re-asking an escalation), or the thread's latest.
-        start: RunnableConfig | None = (
-            {"configurable": {"checkpoint_id": action.checkpoint_id}} if action.checkpoint_id else None)
+        start: RunnableConfig = {"metadata": {OPTIONS_KEY: json.dumps(list(self.settings.hint.options))}}
+        if action.checkpoint_id:
+            start["configurable"] = {"checkpoint_id": action.checkpoint_id}
         try:
             async for chunk in session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes):
                 for event in chunk_events(chunk, self.thread_id):

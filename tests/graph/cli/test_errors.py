@@ -146,3 +146,21 @@ def test_usage_errors_exit_2_with_one_line(
     assert words in result.err
     assert "Traceback" not in result.err
     assert result.err.splitlines()[-1].startswith(("bashgraph: error: ", "bashgraph run: error: "))
+
+
+def test_resume_hints_carry_the_options_the_thread_was_started_with(
+    cli: Cli, openai_server: FakeOpenAIServer
+) -> None:
+    """Started with --approval always and a rule; resumed with --answer alone: the hints it prints
+    (and those of `run --thread` on it) still carry both, and one given now wins."""
+    openai_server.add(tool_call("bash", {"command": "echo a"}))
+    started = cli("run", "two", "--thread", "h1", "--approval", "always", "--rule", "deny:rm *",
+                  "--timeout", "9")
+    assert started.code == 3, started.err
+    openai_server.add(server_error())
+    resumed = cli("resume", "h1", "--answer", "approve", "--timeout", "5")
+    assert resumed.code == 1, resumed.out  # a model error: the thread waits for a resume
+    expected = "bashgraph resume h1 --timeout 5.0 --approval always --rule 'deny:rm *'"
+    assert resumed.out.splitlines()[-1] == f"continue with: {expected}"
+    again = cli("run", "other", "--thread", "h1")
+    assert again.err.strip() == f"bashgraph: error: thread h1 has not finished; continue it with: {expected}"
