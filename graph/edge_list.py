@@ -3,13 +3,12 @@ each routed edge. What `draw(agent, "ascii")` and `bashgraph graph --format asci
 
 Laid-out ASCII art (grandalf's) is 120–130 columns wide for this graph, unreadable once a
 terminal wraps it, and differs from run to run (its layout follows set order, which changes
-with Python's hash seed). A list is the same every time and fits 100 columns. It is built from
-plain tuples, so the CLI can print it from the stored Mermaid text without building the graph.
+with Python's hash seed). A list is the same every time and fits 100 columns. The CLI prints a
+stored copy (graph/cli/stored_drawing.py), so `--format ascii` needs no graph built.
 """
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -52,20 +51,3 @@ def _edge_lines(edge: Edge, width: int) -> list[str]:
 
 def _name(node: str) -> str:
     return node.strip("_")
-
-
-_NODE = re.compile(r"^\t(\w+)\(")
-_EDGE = re.compile(r"^\t(\w+) (-->|-\.->|-\. &nbsp;(.*?)&nbsp; \.->) (\w+);$")
-
-
-def mermaid_edges(mermaid: str) -> tuple[list[str], list[Edge]]:
-    """The nodes (in order) and edges of a Mermaid flowchart as `draw_mermaid` writes it."""
-    nodes: list[str] = []
-    edges: list[Edge] = []
-    for line in mermaid.splitlines():
-        if found := _EDGE.match(line):
-            source, arrow, label, target = found.groups()
-            edges.append(Edge(source, target, label, arrow.startswith("-.")))
-        elif found := _NODE.match(line):
-            nodes.append(found.group(1))
-    return nodes, edges

@@ -107,13 +107,9 @@ def fork_thread(session: Session, args: argparse.Namespace) -> int:
 def draw_graph(format: str, output: str | None) -> int:
     picture: str | bytes
     if format in ("mermaid", "ascii"):
-        from bashgraph.graph.cli.stored_drawing import MERMAID
+        from bashgraph.graph.cli.stored_drawing import ASCII, MERMAID
 
-        picture = MERMAID
-        if format == "ascii":  # listed from the stored drawing: no graph to build
-            from bashgraph.graph.edge_list import edge_list, mermaid_edges
-
-            picture = edge_list(*mermaid_edges(MERMAID))
+        picture = MERMAID if format == "mermaid" else ASCII
     else:
         from bashgraph.graph import build_graph, draw
 
