@@ -42,6 +42,7 @@ QUICK = {
     "threads --json": ["threads", "--json"],
     "history": ["history", THREAD],
     "graph (mermaid)": ["graph"],
+    "graph (ascii)": ["graph", "--format", "ascii"],
 }
 
 

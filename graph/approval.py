@@ -10,20 +10,25 @@ calls that have no answer yet.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 
 from bashgraph.graph.checks import Check, Checker, denial_of
 from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.nodes import pending_calls, to_tool_message
+from bashgraph.graph.nodes import end_event, pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.safety.policy import Policy, load_policy
 
 APPROVAL_CHOICES = ("approve", "reject", "edit")
+#: What the model reads for a command a person already rejected in this run.
+REPEATED_REJECTION = ("rejected by a person earlier in this run{why}; the same command is not asked "
+                      "again: do something else, or finish with what you have")
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class Verdict:
     action: str  # "approve" | "reject" | "edit"
     message: str = ""
     command: str = ""
+    repeated: bool = False
+    """The rejection a person gave earlier in this run, for the same command (not asked again)."""
 
 
 def make_policy(config: AgentConfig) -> Policy:
@@ -55,16 +62,21 @@ class ApprovalNode:
         cwd, checks = state.get("cwd"), state.get("policy_checks")
         decided = [(call, self.checker.check_of(call, cwd, checks)) for call in pending_calls(message)]
         asked = [(call, d) for call, d in decided if d is not None and d["action"] == "ask"]
-        verdicts = self._ask(asked) if asked else {}
-        return self._update(message, decided, verdicts)
+        # A command a person rejected in this run is not put to them again unchanged.
+        rejected = state.get("rejected") or {}
+        remembered = {call.get("id") or "": Verdict("reject", rejected[_command(call)], repeated=True)
+                      for call, _ in asked if _command(call) in rejected}
+        asked = [(call, d) for call, d in asked if (call.get("id") or "") not in remembered]
+        verdicts = (self._ask(asked) if asked else {}) | remembered
+        return self._update(message, decided, verdicts, rejected)
 
     def _ask(self, asked: list[tuple[ToolCall, Check]]) -> dict[str, Verdict]:
         question: dict[str, Any] = {
             "kind": "approval",
             "requests": [approval_request(call, decision) for call, decision in asked],
             "choices": list(APPROVAL_CHOICES),
-            "note": "answer approve, reject, {'action': 'reject', 'message': ...} or "
-                    "{'action': 'edit', 'command': ...}; or a dict of such answers by call_id",
+            "note": 'answer approve, reject, {"action": "reject", "message": ...} or '
+                    '{"action": "edit", "command": ...}; or an object of such answers by call_id',
         }
         while True:
             # An unreadable answer asks again (a new interrupt), instead of failing the run.
@@ -75,12 +87,15 @@ class ApprovalNode:
 
     def _update(
         self, message: AIMessage, decided: list[tuple[ToolCall, Check | None]],
-        verdicts: dict[str, Verdict],
+        verdicts: dict[str, Verdict], rejected: dict[str, str],
     ) -> dict[str, Any]:
         answers: list[ToolMessage] = []
+        newly = {_command(call): verdicts[call.get("id") or ""].message for call, _ in decided
+                 if (v := verdicts.get(call.get("id") or "")) is not None and v.action == "reject" and not v.repeated}
         for call, decision in decided:
             refusal = refusal_of(call, decision, verdicts.get(call.get("id") or ""))
             if refusal is not None:
+                get_stream_writer()(end_event(call, refusal))  # shown like every other outcome
                 answers.append(to_tool_message(call, refusal, self.config.max_output_chars, message.id or ""))
         edits = {call_id: v.command for call_id, v in verdicts.items() if v.action == "edit"}
         update: list[Any] = answers
@@ -89,7 +104,10 @@ class ApprovalNode:
             # Rebuilt from the real tool_calls only (malformed calls stay in invalid_tool_calls).
             calls = [edited_call(call, edits.get(call.get("id") or "")) for call in message.tool_calls]
             update = [message.model_copy(update={"tool_calls": calls}), *answers]
-        return {"messages": update} if update else {}
+        result: dict[str, Any] = {"messages": update} if update else {}
+        if newly:
+            result["rejected"] = {**rejected, **newly}
+        return result
 
 
 def edited_call(call: ToolCall, command: str | None) -> ToolCall:
@@ -112,11 +130,17 @@ def refusal_of(call: ToolCall, check: Check | None, verdict: Verdict | None) -> 
     denied = denial_of(call, check)
     if denied is not None:
         return denied
-    command = str(call["args"].get("command", ""))
+    command = _command(call)
     if verdict is not None and verdict.action == "reject":
         why = f": {verdict.message}" if verdict.message else ""
+        if verdict.repeated:
+            return spawn_failure(SpawnErrorKind.DENIED, command, REPEATED_REJECTION.format(why=why))
         return spawn_failure(SpawnErrorKind.DENIED, command, f"rejected by a person{why}")
     return None
+
+
+def _command(call: ToolCall) -> str:
+    return str(call["args"].get("command", ""))
 
 
 def read_verdicts(answer: Any, call_ids: list[str]) -> dict[str, Verdict]:
@@ -132,7 +156,8 @@ def read_verdicts(answer: Any, call_ids: list[str]) -> dict[str, Verdict]:
 def _edited_command(command: Any) -> str:
     """The command of an edit: text, not empty, that can be handed to a shell."""
     if not isinstance(command, str) or not command.strip():
-        raise ValueError(f"unreadable approval answer: an edit's command must be a non-empty string, got {command!r}")
+        raise ValueError("unreadable approval answer: an edit's command must be a non-empty string, "
+                         f"got {_shown(command)}")
     try:
         command.encode()
     except UnicodeEncodeError:
@@ -150,10 +175,15 @@ def read_verdict(answer: Any) -> Verdict:
             return Verdict("edit", command=_edited_command(answer.get("command")))
         if action in ("approve", "reject"):
             return Verdict(action, message=str(answer.get("message") or ""))
-        raise ValueError(f"unreadable approval answer {answer!r}: action must be one of {APPROVAL_CHOICES}")
+        raise ValueError(f"unreadable approval answer {_shown(answer)}: the action must be approve, reject or edit")
     text = str(answer).strip().lower()
     if text in ("approve", "approved", "yes", "y"):
         return Verdict("approve")
     if text in ("reject", "rejected", "no", "n"):
         return Verdict("reject")
-    raise ValueError(f"unreadable approval answer {answer!r}: answer approve, reject or edit")
+    raise ValueError(f"unreadable approval answer {_shown(answer)}: answer approve, reject or edit")
+
+
+def _shown(answer: Any) -> str:
+    """An answer as JSON, not as a Python repr: a person reads it at the prompt."""
+    return json.dumps(answer, ensure_ascii=False, default=str)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from bashgraph.graph.partial_output import Partial
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.runner.reaper import sweep
 
@@ -82,14 +83,21 @@ class Swept:
         return ""
 
 
-def interrupted_result(entry: JournalEntry, swept: Swept, cwd: str | None) -> CommandResult:
+def interrupted_result(entry: JournalEntry, swept: Swept, cwd: str | None,
+                       partial: Partial | None = None) -> CommandResult:
     """`interrupted` for a call that started in `cwd` and never finished, once the sweep is
-    done. `cwd` is kept on the result: a person's "retry" runs the call there again."""
+    done. `cwd` is kept on the result: a person's "retry" runs the call there again. `partial`:
+    what a cancelled run recorded (graph/partial_output.py): how long it ran, what it printed."""
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.started_at))
+    ran, output = "", dict[str, Any]()
+    if partial is not None:
+        seconds = max(partial.ended_at - entry.started_at, 0.0)
+        ran = f" and ran {seconds:.1f}s"
+        output = {"duration_s": round(seconds, 6), "stdout": partial.stdout, "stderr": partial.stderr}
     return spawn_failure(
         SpawnErrorKind.INTERRUPTED, entry.command,
-        f"started at {started} but the run stopped before it finished; it may have had "
-        f"side effects, so it was not run again{swept.text()}", cwd=cwd,
+        f"started at {started}{ran} but the run stopped before it finished; it may have had "
+        f"side effects, so it was not run again{swept.text()}", cwd=cwd, **output,
     )
 
 

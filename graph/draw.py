@@ -1,4 +1,5 @@
-"""Drawing the graph offline: Mermaid text, ASCII art, or PNG through Graphviz's `dot`.
+"""Drawing the graph offline: Mermaid text, a plain-text edge list (`ascii`, graph/edge_list.py),
+or PNG through Graphviz's `dot`.
 
 LangGraph's own PNG path calls the mermaid.ink web service; this one never leaves the machine.
 """
@@ -11,6 +12,7 @@ from typing import Any, Literal
 
 from langchain_core.runnables.graph import Graph
 
+from bashgraph.graph.edge_list import Edge, edge_list
 from bashgraph.graph.errors import BashgraphError
 
 DrawFormat = Literal["mermaid", "ascii", "png", "dot"]
@@ -23,18 +25,13 @@ def draw(agent: Any, format: DrawFormat = "mermaid") -> str | bytes:
     if format == "mermaid":
         return picture.draw_mermaid()
     if format == "ascii":
-        return picture.draw_ascii() + ascii_legend(picture)
+        edges = (Edge(e.source, e.target, str(e.data) if e.data else None, e.conditional) for e in picture.edges)
+        return edge_list(list(picture.nodes), edges)
     if format == "dot":
         return to_dot(picture)
     if format == "png":
         return render_png(to_dot(picture))
     raise BashgraphError(f"unknown drawing format {format!r}; choose one of {DRAW_FORMATS}")
-
-
-def ascii_legend(picture: Graph) -> str:
-    """The labels the ASCII art has no room for: which outcome takes each routed edge."""
-    rows = [f"  {e.source.strip('_')} -> {e.target.strip('_')}: {e.data}" for e in picture.edges if e.data]
-    return "\nrouted edges (the outcome that takes each):\n" + "\n".join(rows) + "\n" if rows else ""
 
 
 def to_dot(picture: Graph) -> str:

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall
 
+from bashgraph.graph import partial_output
 from bashgraph.graph.call_journal import (
     CALL_MARKER_VAR,
     CallContext,
@@ -45,6 +46,7 @@ from bashgraph.graph.call_journal import (
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.jobs import Answer, RunJobs
+from bashgraph.graph.partial_output import PartialOutput
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
@@ -52,7 +54,7 @@ from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner.capture import default_spill_dir
-from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools.runner.drive import in_thread, to_its_end
 from bashgraph.tools.runner.live import OutputCallback
 from bashgraph.tools.runner.options import RunOptions
 from bashgraph.tools.runner.process import arun_command, run_command
@@ -147,7 +149,8 @@ class Executor:
             return self._emitted(self._job_tool(call, ctx), on_event)
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
-            return interrupted_result(plan.entry, sweep_cut_off(plan.entry, self.config.grace_s), cwd)
+            swept = sweep_cut_off(plan.entry, self.config.grace_s)
+            return interrupted_result(plan.entry, swept, cwd, self._recorded(setup, plan.entry))
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
@@ -179,7 +182,8 @@ class Executor:
         plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
             swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, self.config.grace_s))
-            return interrupted_result(plan.entry, swept, cwd)
+            recorded = await in_thread(loop, functools.partial(self._recorded, setup, plan.entry))
+            return interrupted_result(plan.entry, swept, cwd, recorded)
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
@@ -187,10 +191,18 @@ class Executor:
             start = functools.partial(self.jobs.start, request, ctx.thread_id, call.get("id") or "")
             started = self._emitted(await in_thread(loop, start), on_event)
             return await self._journaled(ctx, functools.partial(self._finish, plan, started))
-        result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
-                                    on_output=self._live(on_output), options=setup.loop_options,
-                                    timeout=plan.timeout or self.config.timeout_s,
-                                    env={CALL_MARKER_VAR: plan.marker})
+        seen = PartialOutput() if ctx.journal is not None else None  # for a resume to report
+        try:
+            result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
+                                        on_output=self._live(partial_output.recording(seen, on_output)),
+                                        options=setup.loop_options,
+                                        timeout=plan.timeout or self.config.timeout_s,
+                                        env={CALL_MARKER_VAR: plan.marker})
+        except asyncio.CancelledError:
+            if seen is not None and setup.options.spill_dir:
+                path = partial_output.record_path(setup.options.spill_dir, plan.marker)
+                await to_its_end(in_thread(loop, functools.partial(partial_output.save, path, seen.stopped_now())))
+            raise
         return await self._journaled(ctx, functools.partial(self._finish, plan, result))
 
     async def _journaled(self, ctx: CallContext, step: Callable[[], _T]) -> _T:
@@ -204,6 +216,13 @@ class Executor:
         if ctx.journal is None:
             return step()
         return await in_thread(asyncio.get_running_loop(), step)
+
+    @staticmethod
+    def _recorded(setup: Setup, entry: JournalEntry) -> partial_output.Partial | None:
+        """What a cancelled run of `entry` recorded on this host (blocking), if anything."""
+        if entry.marker is None or not setup.options.spill_dir:
+            return None
+        return partial_output.load(partial_output.record_path(setup.options.spill_dir, entry.marker))
 
     def _job_tool(self, call: ToolCall, ctx: CallContext) -> Answer:
         """`bash_output` / `bash_kill` (blocking), redacted like every result."""

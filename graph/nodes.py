@@ -32,6 +32,7 @@ from bashgraph.graph.models.cutoff import (
 )
 from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
+from bashgraph.graph.output_preview import preview_fields
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
@@ -311,7 +312,7 @@ def new_run_reset(state: AgentState) -> dict[str, Any]:
         return {}
     return {
         "steps": 0, "replans": 0, "exit_streak": 0, "args_errors": 0, "spawn_retries": 0,
-        "failures": [], "environment_told": None, "routed_reply": None, "route_base": None,
+        "failures": [], "environment_told": None, "routed_reply": None, "route_base": None, "rejected": None,
         "status": "running", "reason": None,
     }
 
@@ -357,10 +358,10 @@ def output_events(call: ToolCall, emit: StreamWriter) -> Callable[[str, str], No
 
 
 def end_event(call: ToolCall, result: CommandResult) -> dict[str, Any]:
-    """Custom stream event: how a command ended."""
+    """Custom stream event: how a command ended, with a preview of its output for people."""
     return {
         "event": "command_end", "call_id": call.get("id"), "command": result.command,
         "outcome": result.outcome.value, "exit_code": result.exit_code,
         "spawn_error": result.spawn_error.value if result.spawn_error else None,
-        "duration_s": round(result.duration_s, 3),
+        "duration_s": round(result.duration_s, 3), **preview_fields(result),
     }

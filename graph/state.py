@@ -109,6 +109,9 @@ class Bookkeeping(TypedDict, total=False):
     """The policy's checks of the newest reply's calls, made once by `agent` (graph/checks.py)."""
     environment_told: str | None
     """The environment fault last handed to the model (on_environment_error="model")."""
+    rejected: dict[str, str] | None
+    """Commands a person rejected in this run, each with the refusal's words: asked again
+    unchanged, they are answered from it instead of asking again (graph/approval.py)."""
 
 
 class AgentState(PublicState, Bookkeeping, total=False):

@@ -232,9 +232,7 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
             keep_think=args.keep_think,
         )
         make_policy(config)  # a bad --rule or --policy file: one line now, not a traceback later
-        notice = model_notice(config)
-        if notice:
-            print(notice, file=sys.stderr)
+        notice = model_notice(config)  # said by the run once the thread passed its checks
         model = make_chat_model(config)
         hint = ResumeHint(repeated_options(args))  # reads --db: a URL it cannot place is an error
     except (ConfigError, PolicyError, StoreError) as exc:
@@ -242,7 +240,7 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
         return ExitStatus.USAGE
     renderer, tokens, ask = _renderer(args.json)
     return RunSettings(db=args.db, config=config, model=model, renderer=renderer, hint=hint,
-                       tokens=tokens, ask=ask)
+                       tokens=tokens, ask=ask, notice=notice)
 
 
 def _renderer(as_json: bool) -> tuple[Renderer, bool, Callable[[dict[str, Any]], Any] | None]:

@@ -1,7 +1,7 @@
 """`bashgraph threads`, `history`, `fork` and `graph`: look at threads and the graph.
 
 Tables are aligned for people on a terminal, tab-separated in a pipe, JSON lines with --json
-(graph/cli/tables.py). `threads`, `history` on SQLite and `graph --format mermaid` start
+(graph/cli/tables.py). `threads`, `history` on SQLite and `graph --format mermaid|ascii` start
 quickly: they read the tables directly (`read_threads`, `read_history`) and print the stored
 drawing (graph/cli/stored_drawing.py), without importing LangChain or LangGraph. `fork`,
 PostgreSQL and the other drawing formats build the graph — without a chat model: nothing here
@@ -106,10 +106,10 @@ def fork_thread(session: Session, args: argparse.Namespace) -> int:
 
 def draw_graph(format: str, output: str | None) -> int:
     picture: str | bytes
-    if format == "mermaid":
-        from bashgraph.graph.cli.stored_drawing import MERMAID
+    if format in ("mermaid", "ascii"):
+        from bashgraph.graph.cli.stored_drawing import ASCII, MERMAID
 
-        picture = MERMAID
+        picture = MERMAID if format == "mermaid" else ASCII
     else:
         from bashgraph.graph import build_graph, draw
 

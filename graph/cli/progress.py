@@ -31,6 +31,9 @@ from bashgraph.tools.safety import one_line
 class Renderer(Protocol):
     def emit(self, event: dict[str, Any]) -> None: ...
 
+    def pause(self) -> None:
+        """Clear what is drawn live (a signal's message is printed next)."""
+
     def close(self) -> None: ...
 
 
@@ -214,6 +217,9 @@ class JsonRenderer:
         self.out.write(json.dumps(event, default=str) + "\n")
         self.out.flush()
 
+    def pause(self) -> None:
+        """Nothing is drawn live."""
+
     def close(self) -> None:
         self.out.flush()
 
@@ -249,12 +255,13 @@ class PlainRenderer:
         elif kind == "command_end":
             yield (f"  {'[' + badge(event) + ']':<{BADGE_WIDTH + 2}} {duration(event):>{DURATION_WIDTH}}"
                    f"  $ {event.get('command')}")
+            yield from preview_lines(event)
         elif kind in ("job_start", "job_end", "job_held"):
             yield job_line(event)
         elif kind == "node":
             yield from self._node_lines(event)
         elif kind == "answer":
-            yield f"answer given: {event['answer']}"
+            yield f"answer given: {questions.answer_words(event['answer'])}"
         elif kind == "paused":
             for question in event["questions"]:
                 yield from questions.lines(question)
@@ -280,8 +287,25 @@ class PlainRenderer:
         if line:
             yield line
 
+    def pause(self) -> None:
+        """Nothing is drawn live."""
+
     def close(self) -> None:
         self.out.flush()
+
+
+#: Marks of a command's output lines under its line: stdout, stderr (as in the live tail).
+PREVIEW_MARKS = {"stdout": "    │ ", "stderr": "    ! "}
+
+
+def preview_lines(event: Mapping[str, Any]) -> list[str]:
+    """A finished command's output as people see it: the head and tail lines of each stream
+    (the event's previews), then where all of it is when it went over the cap."""
+    lines = [mark + str(line) for stream, mark in PREVIEW_MARKS.items()
+             for line in event.get(f"{stream}_preview") or ()]
+    if event.get("output_file"):
+        lines.append(f"    (all of the output: {event['output_file']})")
+    return lines
 
 
 def job_line(event: Mapping[str, Any]) -> str:

@@ -111,6 +111,22 @@ def _choices(question: Mapping[str, Any]) -> Iterable[str]:
         yield "  or type a hint for the model"
 
 
+def answer_words(answer: Any) -> str:
+    """An answer as a person reads it: `approve`, `reject, telling the model: …`, `edit: run
+    `ls -la` instead`, a hint as written; answers by call id each after their id."""
+    if not isinstance(answer, Mapping):
+        return str(answer)
+    action = str(answer.get("action") or "")
+    if action == "edit":
+        return f"edit: run `{answer.get('command')}` instead"
+    if action in ("approve", "reject"):
+        message = answer.get("message")
+        return f"{action}, telling the model: {message}" if message else action
+    if answer and "action" not in answer:
+        return "; ".join(f"{call_id}: {answer_words(value)}" for call_id, value in answer.items())
+    return json.dumps(answer, default=str)
+
+
 def answer_forms(question: Mapping[str, Any]) -> str:
     """What follows `--answer` in the printed resume command."""
     if question.get("kind") == "approval":

@@ -27,7 +27,7 @@ from bashgraph.graph import AgentConfig, AsyncSession, ConfigError, StoreError, 
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.progress import Renderer, chunk_events, stop_events
 from bashgraph.graph.cli.signals import SigintGuard
-from bashgraph.graph.cli.status import ResumeHint, Stop
+from bashgraph.graph.cli.status import OPTIONS_KEY, ResumeHint, Stop, stored_options
 from bashgraph.graph.models import as_model_error, choose_model_name
 from bashgraph.graph.store import locate
 from bashgraph.tools.safety import one_line
@@ -62,6 +62,9 @@ class RunSettings:
     """Stream the model's words as they come (the terminal shows them; the client then streams)."""
     ask: Callable[[dict[str, Any]], Any] | None = None
     """Asks a person on the terminal; None when nobody can answer (pipe, --json)."""
+    notice: str | None = None
+    """Said on stderr once the thread is known to be runnable (which model is used, and why):
+    a refusal (no such thread, busy) is said first and alone."""
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -73,8 +76,9 @@ def run_task(task: str, thread_id: str, settings: RunSettings) -> int:
     async def first(session: AsyncSession) -> Action:
         snapshot = await session.astate(thread_id)
         if unfinished(snapshot):
+            hint = settings.hint.merged(stored_options(snapshot.metadata))  # how it was run
             raise ConfigError(f"thread {thread_id} has not finished; continue it with: "
-                              f"{settings.hint.command(thread_id)}")
+                              f"{hint.command(thread_id)}")
         return Action(inputs={"messages": [HumanMessage(task)]})
 
     return Driver(settings, thread_id, "run", task).execute(first)
@@ -152,7 +156,7 @@ class Driver:
         self.command = command
         self.task = task
         self._answer = answer  # a given --answer is used once, for the first question
-        self._sigint = SigintGuard()
+        self._sigint = SigintGuard(on_signal=settings.renderer.pause)
         self._started = False  # the start event was written: the thread may have run
 
     def execute(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> int:
@@ -182,14 +186,16 @@ class Driver:
             print(one_line(line), file=sys.stderr)
         return int(stop.exit_status)
 
-    async def _drive(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
-        try:
-            self._emit({"event": "start", "command": self.command, "task": self.task,
-                        "model": choose_model_name(self.settings.config),
-                        "db": locate(self.settings.db).label})
-        except BrokenPipeError:
-            return Stop("pipe_closed", "stdout was closed before the run started; nothing ran")
+    def _announce(self) -> None:
+        """The model notice and the `start` event: the thread passed its checks and will run."""
+        if self.settings.notice:
+            print(self.settings.notice, file=sys.stderr)
+        self._emit({"event": "start", "command": self.command, "task": self.task,
+                    "model": choose_model_name(self.settings.config),
+                    "db": locate(self.settings.db).label})
         self._started = True
+
+    async def _drive(self, first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
         try:
             async with aopen_session(self.settings.db, model=self.settings.model,
                                      config=self.settings.config) as session:
@@ -211,7 +217,14 @@ class Driver:
 
     async def _drive_locked(self, session: AsyncSession,
                             first: Callable[[AsyncSession], Awaitable[Action | Stop]]) -> Stop:
-        step = await first(session)
+        if self.command == "resume":  # the hints it prints carry the options the thread ran with
+            stored = stored_options((await session.astate(self.thread_id)).metadata)
+            self.settings = dataclasses.replace(self.settings, hint=self.settings.hint.merged(stored))
+        step = await first(session)  # a refusal (ConfigError) ends here, before anything is said
+        try:
+            self._announce()
+        except BrokenPipeError:
+            return Stop("pipe_closed", "stdout was closed before the run started; nothing ran")
         if isinstance(step, Stop):
             step = self._next_step(step)  # a question pending from an earlier run
         while isinstance(step, Action):
@@ -229,8 +242,9 @@ class Driver:
     async def _stream(self, session: AsyncSession, action: Action) -> Stop:
         modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
         # From an earlier checkpoint (re-asking an escalation), or the thread's latest.
-        start: RunnableConfig | None = (
-            {"configurable": {"checkpoint_id": action.checkpoint_id}} if action.checkpoint_id else None)
+        start: RunnableConfig = {"metadata": {OPTIONS_KEY: json.dumps(list(self.settings.hint.options))}}
+        if action.checkpoint_id:
+            start["configurable"] = {"checkpoint_id": action.checkpoint_id}
         chunks = session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes)
         try:
             # Closed here, not left to the loop's shutdown: a write that fails (stdout closed)

@@ -17,7 +17,7 @@ import select
 import signal
 import sys
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -56,7 +56,10 @@ def _finish_left_behind(loop: asyncio.AbstractEventLoop) -> None:
 class SigintGuard:
     """Runs one coroutine on a fresh event loop with the two-step stop behaviour."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_signal: Callable[[], None] | None = None) -> None:
+        self._on_first = on_signal
+        """Called at the first stopping signal, before its message (a live area must stop
+        first, or it is left frozen on the screen above the message)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._pressed = 0
@@ -101,6 +104,9 @@ class SigintGuard:
             _say(b"\nbashgraph: interrupted again; exiting now\n")
             os._exit(128 + self.received)
         self.received = signum
+        if self._on_first is not None:
+            with contextlib.suppress(Exception):  # the stop goes on whatever the screen does
+                self._on_first()
         again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
         _say(f"\nbashgraph: {self.name}: stopping the run ({again} again to exit at once)\n"
              .encode())

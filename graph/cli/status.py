@@ -10,8 +10,10 @@ Exit statuses (documented in docs/cli.md):
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -91,6 +93,51 @@ class ResumeHint:
     def command(self, thread_id: str) -> str:
         """`bashgraph resume THREAD [options]`, shell-quoted."""
         return shlex.join(["bashgraph", "resume", thread_id, *self.options])
+
+    def merged(self, stored: Sequence[str]) -> ResumeHint:
+        """These options, then each option the thread's last run was given (`stored`, from its
+        checkpoints) that these do not give: a resume typed without `--approval always` still
+        prints it, so the next resume runs the thread as it was started."""
+        given = _by_flag(self.options)
+        # Not --db: the thread was found in this command's database, wherever the last run's was.
+        kept = [word for flag, words in _by_flag(stored).items() if flag not in given and flag != "--db"
+                for word in words]
+        return ResumeHint((*self.options, *kept))
+
+
+#: Options of a resume command that take no value.
+SWITCHES = frozenset({"--sandbox", "--allow-network"})
+#: What `stored_options` accepts: more words than any command line of ours has is not ours.
+MAX_STORED_WORDS = 200
+
+
+def _by_flag(words: Sequence[str]) -> dict[str, list[str]]:
+    """Option words grouped by flag, in order (a repeated flag, `--rule`, keeps every value)."""
+    groups: dict[str, list[str]] = {}
+    index = 0
+    while index < len(words):
+        flag = words[index]
+        width = 1 if flag in SWITCHES else 2
+        groups.setdefault(flag, []).extend(words[index:index + width])
+        index += width
+    return groups
+
+
+def stored_options(metadata: Any) -> tuple[str, ...]:
+    """The options a thread's last run was given, from its checkpoint's metadata (empty when
+    there are none, or they are not a list of strings as `run` writes them)."""
+    raw = metadata.get(OPTIONS_KEY) if isinstance(metadata, dict) else None
+    try:
+        words = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return ()
+    if not isinstance(words, list) or len(words) > MAX_STORED_WORDS or not all(isinstance(w, str) for w in words):
+        return ()
+    return tuple(words)
+
+
+#: The checkpoint metadata key under which a run stores its resume options.
+OPTIONS_KEY = "bashgraph_options"
 
 
 def absolute(path: str) -> str:

@@ -1,9 +1,11 @@
-"""The graph's Mermaid drawing, stored, so `bashgraph graph` prints it without building the graph.
+"""The graph's Mermaid drawing and edge list, stored, so `bashgraph graph` prints them without
+building the graph.
 
 Building the graph imports LangChain and LangGraph (most of a second); the default format of
 `bashgraph graph` needs neither. The text is what `draw(agent, "mermaid")` gives for the graph
-as built by `build_graph()` (no model): tests/graph/test_draw.py compares the two, so a change
-to the graph that is not copied here fails the tests. Other formats are drawn from the real graph.
+as built by `build_graph()` (no model), and `ASCII` what `draw(agent, "ascii")` gives:
+tests/graph/test_draw.py compares them, so a change to the graph that is not copied here fails
+the tests. Other formats are drawn from the real graph.
 """
 
 MERMAID = (
@@ -42,4 +44,36 @@ MERMAID = (
     '\tclassDef default fill:#f2f0ff,line-height:1.2\n'
     '\tclassDef first fill-opacity:0\n'
     '\tclassDef last fill:#bfb6fc\n'
+)
+
+#: `draw(agent, "ascii")` of the same graph: the edge list of `--format ascii` (graph/edge_list.py).
+ASCII = (
+    "The agent's graph, edge by edge (--> always taken; ..> chosen by a router,\n"
+    'with the outcome that takes it):\n'
+    '\n'
+    'start\n'
+    '  --> agent\n'
+    'agent\n'
+    '  ..> approve   ask / deny / invalid call\n'
+    '  ..> tools     every call allowed\n'
+    '  ..> end       answer / final status\n'
+    'approve\n'
+    '  --> tools\n'
+    'tools\n'
+    '  ..> agent     ok\n'
+    '  ..> route     exit_error / spawn_error / args_error / denied\n'
+    'route\n'
+    '  ..> agent     exit_error / args_error / denied / ok after retry\n'
+    '  ..> retry     transient spawn_error\n'
+    '  ..> replan    exit_error ×N / repeat\n'
+    '  ..> escalate  other spawn_error / retries spent\n'
+    '  ..> end       args_error ×N / no progress after re-plans\n'
+    'retry\n'
+    '  --> route\n'
+    'replan\n'
+    '  --> agent\n'
+    'escalate\n'
+    '  ..> agent     skip / hint / model told\n'
+    '  ..> retry     answer: retry\n'
+    '  ..> end       abort / stop\n'
 )

@@ -28,7 +28,16 @@ from rich.text import Text
 from bashgraph.graph import FINAL_STATUSES
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.markdown import renders_as_markdown, safe_markdown
-from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
+from bashgraph.graph.cli.progress import (
+    BADGE_WIDTH,
+    DURATION_WIDTH,
+    badge,
+    duration,
+    end_lines,
+    job_line,
+    preview_lines,
+    step_line,
+)
 from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
 from bashgraph.tools.safety import one_line, visible
@@ -185,6 +194,8 @@ class TerminalRenderer:
                              (f"{duration(event):>{DURATION_WIDTH}}", "dim"), "  $ ",
                              one_line(str(event.get("command"))))
         self.console.print(line, no_wrap=True, overflow="ellipsis")
+        for output in preview_lines(event):
+            self.console.print(Text(one_line(output), style="dim"), no_wrap=True, overflow="ellipsis")
 
     def _on_job_start(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="cyan"))
@@ -215,7 +226,7 @@ class TerminalRenderer:
                 or _WAITING_AFTER.get(node, "waiting for the model")
 
     def _on_answer(self, event: Mapping[str, Any]) -> None:
-        self.console.print(Text(one_line(f"answer given: {event['answer']}"), style="bold"))
+        self.console.print(Text(one_line(f"answer given: {questions.answer_words(event['answer'])}"), style="bold"))
         with self._lock:
             self._waiting = "applying the answer"
 
@@ -258,8 +269,9 @@ class TerminalRenderer:
             command = Prompt.ask(prompt, default="", show_default=False, console=self.console, stream=self._answers)
             return {"action": "edit", "command": command or proposed}
         if action == "reject":
-            message = Prompt.ask("message for the model (optional)", default="", console=self.console,
-                                 stream=self._answers)
+            # Not rich's `default=""` shown: it prints an empty `()`.
+            message = Prompt.ask("message for the model (Enter: none)", default="", show_default=False,
+                                 console=self.console, stream=self._answers)
             return {"action": "reject", "message": message} if message else "reject"
         return action
 
@@ -273,6 +285,11 @@ class TerminalRenderer:
     def _show(self, question: Mapping[str, Any], *, interactive: bool) -> None:
         text = "\n".join(questions.lines(question, interactive=interactive))
         self.console.print(Panel(Text(text), title="waiting for you", title_align="left", border_style="yellow"))
+
+    def pause(self) -> None:
+        """Clear the live area (spinners, output tails): a signal's message comes next; the
+        area comes back with the next event."""
+        self._stop_live()
 
     def close(self) -> None:
         self._stop_live()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,11 +47,13 @@ def test_every_routed_branch_is_a_dashed_edge_named_by_its_outcome(agent: object
     assert '"tools" -> "route";' not in dot  # only a batch with a failure is routed
 
 
-def test_ascii_lists_the_label_of_every_routed_edge(agent: object) -> None:
-    """ASCII art has no room for labels: a legend under it names each routed edge's outcome."""
-    text = str(draw(agent, "ascii"))
+def test_ascii_lists_every_edge_with_the_label_of_each_routed_one(agent: object) -> None:
+    """Under each node, its edges: `..>` and the outcome for a routed one, `-->` for the others."""
+    lines = str(draw(agent, "ascii")).splitlines()
     for source, target, label in ROUTED_EDGES:
-        assert f"  {source.strip('_')} -> {target.strip('_')}: {label}\n" in text
+        under = lines[lines.index(source.strip("_")) + 1:]
+        assert any(line.split() == ["..>", target.strip("_"), *label.split()] for line in under[:5]), label
+    assert lines[lines.index("approve") + 1] == "  --> tools"
 
 
 def test_ascii_names_every_node(agent: object) -> None:
@@ -56,6 +61,36 @@ def test_ascii_names_every_node(agent: object) -> None:
     text = str(draw(agent, "ascii"))
     for node in ("agent", "approve", "tools", "route", "retry", "replan", "escalate"):
         assert node in text
+
+
+ASCII = "from bashgraph.graph import build_graph, draw; print(draw(build_graph(), 'ascii'), end='')"
+
+
+def test_ascii_is_the_same_every_time_and_fits_100_columns() -> None:
+    """grandalf's art was 118-132 columns and changed with the hash seed; the list does not."""
+    drawings = {
+        subprocess.run([sys.executable, "-c", ASCII], env={**os.environ, "PYTHONHASHSEED": seed},
+                       capture_output=True, text=True, check=True, timeout=120).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(drawings) == 1
+    (drawing,) = drawings
+    assert max(len(line) for line in drawing.splitlines()) <= 100
+
+
+def test_the_stored_edge_list_is_what_the_real_graph_draws() -> None:
+    """`bashgraph graph --format ascii` prints a stored copy, without building the graph."""
+    from bashgraph.graph.cli.stored_drawing import ASCII
+
+    assert draw(build_graph(), "ascii") == ASCII
+
+
+def test_a_long_label_wraps_under_itself() -> None:
+    from bashgraph.graph.edge_list import Edge, edge_list
+
+    text = edge_list(["a", "b"], [Edge("a", "b", "word " * 40, conditional=True)])
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert text.splitlines()[-1].startswith(" " * 9 + "word")
 
 
 def test_png_is_rendered_locally(agent: object) -> None:

@@ -19,6 +19,7 @@ from tests.support.openai_server import (
     rate_limited,
     server_error,
     text,
+    tool_call,
 )
 
 
@@ -85,8 +86,30 @@ def test_busy_thread_exits_1_and_runs_nothing(cli: Cli, openai_server: FakeOpenA
         result = cli("run", "say hello", "--thread", "b1")
     assert result.code == 1
     assert result.err.startswith("bashgraph: error: thread b1 is busy: another worker is running it (pid ")
-    assert result.out == "thread b1\n"
+    assert result.out == ""  # a refusal is said alone
     assert openai_server.chat_requests == []
+
+
+REFUSED = {
+    "unknown thread": ["resume", "nope"],
+    "unfinished thread": ["run", "again", "--thread", "u1"],
+}
+
+
+@pytest.mark.parametrize("argv", REFUSED.values(), ids=REFUSED.keys())
+def test_a_refusal_comes_first_and_alone(cli: Cli, openai_server: FakeOpenAIServer, argv: list[str]) -> None:
+    """No `thread nope` line, no model notice before the error: the one line says it all; with
+    --json, the `end` event alone."""
+    openai_server.add(tool_call("bash", {"command": "echo hi"}))
+    assert cli("run", "wait", "--thread", "u1", "--approval", "always").code == 3  # u1: unfinished
+    result = cli(*argv, OPENAI_API_KEY="", OPENAI_BASE_URL="")  # the bundled model's notice
+    assert result.code == 2
+    assert result.out == ""
+    assert len(result.err.splitlines()) == 1, result.err
+    assert result.err.startswith(("bashgraph: error: no thread nope", "bashgraph: error: thread u1 has not finished"))
+    as_json = cli(*argv, "--json", OPENAI_API_KEY="", OPENAI_BASE_URL="")
+    assert [(e["event"], e["status"]) for e in as_json.events] == [("end", "config_error")]
+    assert as_json.err == ""
 
 
 def _garbage_db(tmp_path: Path) -> str:
@@ -123,3 +146,21 @@ def test_usage_errors_exit_2_with_one_line(
     assert words in result.err
     assert "Traceback" not in result.err
     assert result.err.splitlines()[-1].startswith(("bashgraph: error: ", "bashgraph run: error: "))
+
+
+def test_resume_hints_carry_the_options_the_thread_was_started_with(
+    cli: Cli, openai_server: FakeOpenAIServer
+) -> None:
+    """Started with --approval always and a rule; resumed with --answer alone: the hints it prints
+    (and those of `run --thread` on it) still carry both, and one given now wins."""
+    openai_server.add(tool_call("bash", {"command": "echo a"}))
+    started = cli("run", "two", "--thread", "h1", "--approval", "always", "--rule", "deny:rm *",
+                  "--timeout", "9")
+    assert started.code == 3, started.err
+    openai_server.add(server_error())
+    resumed = cli("resume", "h1", "--answer", "approve", "--timeout", "5")
+    assert resumed.code == 1, resumed.out  # a model error: the thread waits for a resume
+    expected = "bashgraph resume h1 --timeout 5.0 --approval always --rule 'deny:rm *'"
+    assert resumed.out.splitlines()[-1] == f"continue with: {expected}"
+    again = cli("run", "other", "--thread", "h1")
+    assert again.err.strip() == f"bashgraph: error: thread h1 has not finished; continue it with: {expected}"
