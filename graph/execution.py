@@ -150,7 +150,7 @@ class Executor:
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
             swept = sweep_cut_off(plan.entry, self.config.grace_s)
-            return interrupted_result(plan.entry, swept, cwd, self._recorded(setup, plan.entry))
+            return interrupted_result(plan.entry, swept, cwd, self._partial_of(setup, plan.entry))
         if isinstance(plan, CommandResult):
             return plan
         if plan.background:
@@ -182,7 +182,7 @@ class Executor:
         plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
             swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, self.config.grace_s))
-            recorded = await in_thread(loop, functools.partial(self._recorded, setup, plan.entry))
+            recorded = await in_thread(loop, functools.partial(self._partial_of, setup, plan.entry))
             return interrupted_result(plan.entry, swept, cwd, recorded)
         if isinstance(plan, CommandResult):
             return plan
@@ -218,7 +218,7 @@ class Executor:
         return await in_thread(asyncio.get_running_loop(), step)
 
     @staticmethod
-    def _recorded(setup: Setup, entry: JournalEntry) -> partial_output.Partial | None:
+    def _partial_of(setup: Setup, entry: JournalEntry) -> partial_output.Partial | None:
         """What a cancelled run of `entry` recorded on this host (blocking), if anything."""
         if entry.marker is None or not setup.options.spill_dir:
             return None
