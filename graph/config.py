@@ -20,6 +20,8 @@ from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
 EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
 ApprovalMode = Literal["never", "rules", "always"]
 ENV_PREFIX = "BASHGRAPH_"
+#: Below this no system prompt, task and reply fit together.
+MIN_CONTEXT_WINDOW = 2_048
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,11 @@ class AgentConfig:
     """Stream model replies when tokens are shown live; false for servers that cannot stream tool
     calls (llama-cpp-python's chatml-function-calling): replies then arrive whole."""
 
+    context_window: int | None = None
+    """Tokens the model takes in one request, its reply included. None: what the server reports
+    (vLLM's `max_model_len`, llama.cpp's `n_ctx`), else 32,768. Older turns are compacted before
+    a request would outgrow it (docs/graph.md#context)."""
+
     approval: ApprovalMode = "rules"
     """When to ask a person before a command: never, when a rule says ask, or always."""
 
@@ -145,6 +152,9 @@ class AgentConfig:
             raise ConfigError("timeout_s cannot exceed max_timeout_s")
         _check_not_negative(self, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
                             "failure_history", "model_max_retries", "max_replans")
+        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
+            raise ConfigError(
+                f"context_window must be at least {MIN_CONTEXT_WINDOW} tokens, got {self.context_window!r}")
         if self.base_url:  # empty: not set (OPENAI_BASE_URL, else the OpenAI API), as before
             _check_url(self.base_url)
 

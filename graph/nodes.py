@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
@@ -21,6 +21,7 @@ from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker, denial_of
+from bashgraph.graph.compaction import ContextKeeper
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
@@ -77,12 +78,13 @@ class LoopNodes:
 
     def __init__(
         self, model: Runnable[Any, Any], config: AgentConfig, executor: Executor,
-        checker: Checker | None = None,
+        checker: Checker | None = None, context: ContextKeeper | None = None,
     ) -> None:
         self.model = model
         self.config = config
         self.executor = executor
         self.checker = checker
+        self.context = context or ContextKeeper(config, model, 0, executor.jobs)
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -90,7 +92,7 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        update = fresh | (limit or self._after_reply(state, self.model.invoke(self._prompt(state), config)))
+        update = fresh | (limit or self._call(state, config))
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -100,14 +102,30 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        if limit:
-            update = fresh | limit
-        else:
-            update = fresh | self._after_reply(state, await self.model.ainvoke(self._prompt(state), config))
+        update = fresh | (limit or await self._acall(state, config))
         return await aend_jobs_if_final(self.executor, update, config)
 
-    def _prompt(self, state: AgentState) -> list[AnyMessage]:
-        return [SystemMessage(self.config.system_prompt), *state.get("messages", [])]
+    def _call(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """The model's reply to the thread's view (graph/context.py), or the way to `compact`
+        when the view would not fit, or did not (a context-length refusal)."""
+        view, compact_first = self.context.prepare(state)
+        if compact_first:
+            return compact_first
+        try:
+            reply = self.model.invoke(view, config)
+        except Exception as exc:
+            return self.context.overflowed(exc, state)  # raises what is not a refusal for length
+        return self._after_reply(state, reply)
+
+    async def _acall(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        view, compact_first = await self.context.aprepare(state)
+        if compact_first:
+            return compact_first
+        try:
+            reply = await self.model.ainvoke(view, config)
+        except Exception as exc:
+            return self.context.overflowed(exc, state)
+        return self._after_reply(state, reply)
 
     def _step_limit(self, state: AgentState) -> dict[str, Any] | None:
         if state.get("steps", 0) < self.config.max_steps:

@@ -167,6 +167,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
                         help="what an environment fault does: ask a person, stop, or tell the model")
     parser.add_argument("--request-timeout", type=float, metavar="S", help="time limit of one model request")
     parser.add_argument("--model-retries", type=int, metavar="N", help="retries of a model request on 429/5xx")
+    parser.add_argument("--context-window", type=int, metavar="TOKENS",
+                        help="tokens the model takes per request (default: what the server says, else 32768)")
     parser.add_argument("--approval", choices=("never", "rules", "always"),
                         help="when to ask a person before a command (default: rules)")
     parser.add_argument("--rule", action="append", metavar="ACTION:PATTERN",
@@ -222,7 +224,7 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
             workdir=args.workdir, timeout_s=args.timeout, max_steps=args.max_steps,
             on_environment_error=args.on_env_error, model=args.model, base_url=args.base_url,
             request_timeout_s=args.request_timeout, model_max_retries=args.model_retries,
-            approval=args.approval, rules=tuple(args.rule) if args.rule else None,
+            context_window=args.context_window, approval=args.approval, rules=tuple(args.rule) if args.rule else None,
             policy_file=args.policy, sandbox=args.sandbox, allow_network=args.allow_network,
         )
         make_policy(config)  # a bad --rule or --policy file: one line now, not a traceback later
@@ -259,6 +261,7 @@ _REPEATED = (
     ("workdir", "--workdir", True), ("timeout", "--timeout", False),
     ("max_steps", "--max-steps", False), ("on_env_error", "--on-env-error", False),
     ("request_timeout", "--request-timeout", False), ("model_retries", "--model-retries", False),
+    ("context_window", "--context-window", False),
     ("approval", "--approval", False), ("policy", "--policy", True),
 )
 

@@ -28,7 +28,16 @@ from rich.text import Text
 from bashgraph.graph import FINAL_STATUSES
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.markdown import safe_markdown
-from bashgraph.graph.cli.progress import BADGE_WIDTH, DURATION_WIDTH, badge, duration, end_lines, job_line, step_line
+from bashgraph.graph.cli.progress import (
+    BADGE_WIDTH,
+    DURATION_WIDTH,
+    badge,
+    compaction_line,
+    duration,
+    end_lines,
+    job_line,
+    step_line,
+)
 from bashgraph.graph.cli.signals import SignalAwareStdin
 from bashgraph.graph.cli.status import ERROR_STATUSES
 from bashgraph.tools.safety import one_line, visible
@@ -178,6 +187,9 @@ class TerminalRenderer:
 
     def _on_job_end(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="cyan"))
+
+    def _on_compaction(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(one_line(compaction_line(event)), style="magenta"))
 
     def _on_job_output(self, event: Mapping[str, Any]) -> None:
         """The last lines a read of a job returned, dimmed, like a command's live tail."""
