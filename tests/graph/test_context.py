@@ -9,15 +9,16 @@ from typing import Any
 
 import openai
 import pytest
-from httpx import Request, Response
+from httpx2 import Request, Response  # the HTTP client the openai package is built on
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.models.window import overflow_of
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
-THREAD = {"configurable": {"thread_id": "t"}, "recursion_limit": 10_000}
+THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}, "recursion_limit": 10_000}
 TASK = "run the checks one by one and report"
 
 
