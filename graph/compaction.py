@@ -171,7 +171,7 @@ class Plan:
     def _summarised(self, record: ContextRecord, text: str | None) -> ContextRecord:
         tasks = [i for i in range(self.start, self.cut) if is_task(self.messages[i])]
         ledger, dropped = bound_ledger([*self.old.get("ledger", []), *ledger_lines(self.messages[self.start:self.cut])],
-                                       int(self.budget.usable * 0.1) * CHARS_PER_TOKEN)
+                                       int(self.budget.usable * 0.08) * CHARS_PER_TOKEN)
         omitted = self.old.get("ledger_omitted", 0) + dropped
         summary = prompts.compacted_summary(
             summarised=self.cut, cwd=self.state.get("cwd") or self.keeper.config.workdir,
@@ -237,7 +237,7 @@ def ledger_lines(messages: Sequence[AnyMessage]) -> list[str]:
             continue
         line = f"{outcome_words(artifact)} · `{clip(str(artifact.get('command') or ''), 120)}`"
         if artifact.get("outcome") != "ok" and (why := failure_evidence(artifact)):
-            line += f" · {clip(why, 120)}"
+            line += f" · {clip(why, 100)}"
         lines.append(line)
     return lines
 

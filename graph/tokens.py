@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 
 CHARS_PER_TOKEN = 3
 #: What a message costs beyond its text: role markers, the tool-call id, separators.
-MESSAGE_OVERHEAD_TOKENS = 6
+MESSAGE_OVERHEAD_TOKENS = 15
 #: The window assumed when neither the settings nor the server name one: smaller than every
 #: current hosted model's, and what most self-hosted servers are started with or above.
 DEFAULT_WINDOW = 32_768
@@ -75,7 +75,8 @@ class Budget:
 
     Compaction starts when a request would pass `high` and brings the view down to `target`,
     well under it, so the next compaction is many steps away (few compactions: servers'
-    prefix caches stay warm in between)."""
+    prefix caches stay warm in between). The marks are low on purpose: a recent, small view
+    costs fewer tokens per request (docs/benchmarks.md, bench_context)."""
 
     window: int
     harder: bool = False
@@ -92,18 +93,18 @@ class Budget:
 
     @property
     def high(self) -> int:
-        return int(self.usable * 0.85)
+        return int(self.usable * 0.45)
 
     @property
     def target(self) -> int:
-        return int(self.usable * (0.3 if self.harder else 0.5))
+        return int(self.usable * (0.15 if self.harder else 0.18))
 
     @property
     def recent(self) -> int:
         """Tokens of the newest turns kept whole by a compaction."""
-        return int(self.usable * (0.15 if self.harder else 0.3))
+        return int(self.usable * (0.08 if self.harder else 0.1))
 
     @property
     def turn_cap(self) -> int:
         """Most tokens the outputs of one reply may take in the view."""
-        return int(self.usable * 0.4)
+        return int(self.usable * 0.3)

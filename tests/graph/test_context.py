@@ -93,7 +93,7 @@ def test_a_300_step_task_finishes_in_an_8k_window(tmp_path: Path) -> None:
 def test_stubs_keep_the_outcome_the_command_the_size_and_the_spill_file(tmp_path: Path) -> None:
     """Old outputs become stubs first: clearing alone brings this view under its target."""
     commands = [f"seq 1 1500; echo {i}" if i % 3 == 0 else f"echo {i}" for i in range(30)]
-    _, driver, agent = run(tmp_path, commands, 16_384, context_window=16_384)
+    _, driver, agent = run(tmp_path, commands, 32_768, context_window=32_768)
     assert driver.stubs
     assert all(stub.startswith("[output cleared from the context: ok · `seq 1 1500; echo ") for stub in driver.stubs)
     assert all("bytes of output · output not kept on disk]" in stub for stub in driver.stubs)

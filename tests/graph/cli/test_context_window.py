@@ -43,20 +43,33 @@ def assert_task_and_outcomes_survive(server: FakeOpenAIServer, steps: int) -> No
             f"print('{index % 10}' * 9000)" in str(call) for m in last for call in m.get("tool_calls") or [])
 
 
-@pytest.mark.parametrize("shape", ["openai", "vllm", "llamacpp"])
-def test_a_16k_window_task_with_large_outputs_finishes_done(cli: Cli, openai_server: FakeOpenAIServer,
-                                                            shape: str) -> None:
-    """No window set or reported: the first refusal (in each server's words) teaches it, the
-    run compacts harder and goes on; no further request is refused."""
-    windowed(openai_server, 16_384, shape)
+def test_a_16k_window_task_with_large_outputs_finishes_done(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """The issue's task: it stopped as model_error at its 8th request; now every request fits."""
+    windowed(openai_server, 16_384)
     openai_server.add(*(big_output(i) for i in range(14)), text("done"))
     result = cli("run", TASK, "--json", "--max-steps", "40", timeout=120)
     assert result.code == 0, result.err
     assert result.events[-1]["status"] == "done"
     compactions = result.of("compaction")
-    assert (compactions[0]["trigger"], compactions[0]["window"]) == ("overflow", 16_384)
+    assert compactions
     assert all(c["tokens_after"] < c["tokens_before"] for c in compactions)
-    assert len(openai_server.refused) == 1  # learned once: later compactions come before the call
+    assert openai_server.refused == []
+    assert_task_and_outcomes_survive(openai_server, 14)
+
+
+@pytest.mark.parametrize("shape", ["openai", "vllm", "llamacpp"])
+def test_a_refusal_for_length_teaches_the_window(cli: Cli, openai_server: FakeOpenAIServer, shape: str) -> None:
+    """No window set or reported, and a server smaller than the default budget expects: its first
+    refusal (in each server's words) names the window; the run compacts harder and goes on, and
+    no later request is refused."""
+    windowed(openai_server, 8_192, shape)
+    openai_server.add(*(big_output(i) for i in range(14)), text("done"))
+    result = cli("run", TASK, "--json", "--max-steps", "40", timeout=120)
+    assert result.code == 0, result.err
+    assert result.events[-1]["status"] == "done"
+    compactions = result.of("compaction")
+    assert (compactions[0]["trigger"], compactions[0]["window"]) == ("overflow", 8_192)
+    assert len(openai_server.refused) == 1
     assert_task_and_outcomes_survive(openai_server, 14)
 
 
@@ -87,7 +100,9 @@ def test_a_thread_stuck_over_the_window_resumes_and_finishes(cli: Cli, openai_se
     """The state the old code left: a history already longer than the window, the model's step
     next. Resuming it against the 16k server compacts first and finishes."""
     openai_server.add(*(big_output(i) for i in range(9)), server_error())
-    stuck = cli("run", TASK, "--json", "--thread", "stuck", "--max-steps", "40", timeout=120)
+    # A window nothing reaches: the history grows as it did before compaction existed.
+    stuck = cli("run", TASK, "--json", "--thread", "stuck", "--max-steps", "40", "--context-window", "10000000",
+                timeout=120)
     assert (stuck.code, stuck.events[-1]["status"]) == (1, "model_error")
     assert len(openai_server.chat_requests[-1].body["messages"]) > 18  # over 16k by now
     windowed(openai_server, 16_384)
