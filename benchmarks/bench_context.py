@@ -93,10 +93,12 @@ class Recorder(BaseChatModel):
     _tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     requests: list[list[dict[str, Any]]] = []  # noqa: RUF012 - set per instance in __init__
     summaries: list[list[dict[str, Any]]] = []  # noqa: RUF012
+    raw: list[list[Any]] = []  # noqa: RUF012 - the requests as messages (for the estimate's error)
 
     def __init__(self, commands: list[str]) -> None:
         super().__init__(commands=commands)  # type: ignore[call-arg]
         self.requests, self.summaries = [], []
+        self.raw = []
 
     @property
     def _llm_type(self) -> str:
@@ -113,6 +115,7 @@ class Recorder(BaseChatModel):
             self.summaries.append(wire)
             return ChatResult(generations=[ChatGeneration(message=AIMessage(SUMMARY))])
         self.requests.append(wire)
+        self.raw.append(messages)
         if self._next < len(self.commands):
             reply = calls_reply(self.commands[self._next])
             self._next += 1
@@ -188,9 +191,38 @@ class Row:
     commands_kept: float
     failures_kept: float | None
     seconds: float
+    estimate_ratios: list[float] = field(default_factory=list)
 
 
-def measure(agent: str, transcript: Transcript) -> Row:
+def estimate_ratios(model: Recorder, tokenizer: Any) -> list[float]:
+    """bashgraph's estimate of every 10th request over a real tokenizer's count of the same text
+    (contents, tool calls as JSON, 4 tokens a message; the tool schemas left out of both)."""
+    from bashgraph.graph.tokens import estimate
+
+    ratios = []
+    for messages in model.raw[::10]:
+        real = 0
+        for message in messages:
+            calls = json.dumps([c["args"] for c in getattr(message, "tool_calls", [])])
+            text = f"{message.content}{calls if calls != '[]' else ''}"
+            real += len(tokenizer.tokenize(text.encode(), add_bos=False)) + 4
+        ratios.append(estimate(messages) / real)
+    return ratios
+
+
+def smollm2_tokenizer() -> Any:
+    """SmolLM2's tokenizer (the bundled model's vocabulary only), or None without the extra."""
+    try:
+        from llama_cpp import Llama
+
+        from bashgraph.graph.models.local import bundled_model_path
+
+        return Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
+    except Exception:  # the local extra is optional: the error column is then left out
+        return None
+
+
+def measure(agent: str, transcript: Transcript, tokenizer: Any = None) -> Row:
     model = Recorder(transcript.commands)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as workdir:
@@ -204,7 +236,7 @@ def measure(agent: str, transcript: Transcript) -> Row:
     return Row(agent, transcript.name, sum(sizes) + sum(model.tokens(r) for r in model.summaries), max(sizes),
                stable / max(len(model.requests) - 1, 1), json.dumps(TASK)[1:-1] in last,
                named / len(transcript.commands), failed / len(transcript.failures) if transcript.failures else None,
-               seconds)
+               seconds, estimate_ratios(model, tokenizer) if tokenizer is not None and agent == "bashgraph" else [])
 
 
 def main() -> None:
@@ -212,7 +244,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="shorter transcripts (a smoke run)")
     parser.add_argument("--agents", nargs="*", default=list(AGENTS), choices=list(AGENTS))
     args = parser.parse_args()
-    rows = [measure(agent, transcript) for transcript in transcripts(args.quick) for agent in args.agents]
+    tokenizer = smollm2_tokenizer()
+    rows = [measure(agent, transcript, tokenizer) for transcript in transcripts(args.quick) for agent in args.agents]
     print("| transcript | agent | tokens sent | largest request | prefix-stable | task kept | commands named "
           "| failures' evidence | s |")
     print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
@@ -221,6 +254,10 @@ def main() -> None:
         print(f"| {r.transcript} | {r.agent} | {r.total:,} | {r.largest:,} | {r.stable:.0%} | "
               f"{'yes' if r.task_kept else 'no'} | {r.commands_kept:.0%} | {failures} | {r.seconds:.1f} |")
     goals(rows)
+    ratios = sorted(x for r in rows for x in r.estimate_ratios)
+    if ratios:
+        print(f"estimate / SmolLM2 tokenizer over {len(ratios)} requests: min {ratios[0]:.2f}, "
+              f"median {ratios[len(ratios) // 2]:.2f}, max {ratios[-1]:.2f} (above 1: the estimate is high)")
     sys.stdout.flush()
 
 

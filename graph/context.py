@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 # Not typing.TypedDict: on Python < 3.12 pydantic refuses it (see graph/state.py).
 from typing_extensions import TypedDict
 
-from bashgraph.graph.tokens import CHARS_PER_TOKEN, message_tokens
+from bashgraph.graph.tokens import message_tokens, text_tokens
 from bashgraph.tools.results import clip
 
 __all__ = ["ContextRecord", "model_messages"]
@@ -146,9 +146,15 @@ def cap_turns(tail: list[AnyMessage], cap_tokens: int) -> list[AnyMessage]:
 def _fit(answers: list[ToolMessage], cap_tokens: int) -> list[ToolMessage]:
     if not answers or sum(message_tokens(m) for m in answers) <= cap_tokens:
         return answers
-    share = max(cap_tokens // len(answers), 64) * CHARS_PER_TOKEN
-    return [m.model_copy(update={"content": clip(str(m.content), share)})
-            if len(str(m.content)) > share else m for m in answers]
+    share = max(cap_tokens // len(answers), 64)
+    return [_clipped(m, share) if message_tokens(m) > share else m for m in answers]
+
+
+def _clipped(message: ToolMessage, tokens: int) -> ToolMessage:
+    """`message` clipped middle-out to about `tokens` (digits count more than letters)."""
+    text = str(message.content)
+    chars_per_token = len(text) / max(text_tokens(text), 1)
+    return message.model_copy(update={"content": clip(text, int(tokens * chars_per_token))})
 
 
 def is_turn_start(message: AnyMessage) -> bool:

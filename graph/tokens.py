@@ -2,9 +2,9 @@
 
 The count is the server's own when it has one: the `usage` of the newest reply made on the
 current view (its prompt and its reply), plus an estimate of what was added since. Otherwise the
-whole view is estimated. The estimate is 1 token per 3 characters plus a few per message:
-conservative for English and shell output with the tokenizers of current models (which average
-3.5-4.5 characters per token); its error is measured in docs/benchmarks.md.
+whole view is estimated. The estimate is 1 token per 3 characters (and per digit) plus 15 per
+message: conservative for English and shell output with the tokenizers of current models
+(which average 3.5-4.5 characters per token); its error is measured in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -24,20 +24,26 @@ MESSAGE_OVERHEAD_TOKENS = 15
 DEFAULT_WINDOW = 32_768
 
 
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
 def text_tokens(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
+    """3 characters a token, and a token for each digit: some tokenizers (Qwen's, SmolLM2's)
+    read every digit alone, and shell output is full of numbers."""
+    digits = len(text) - len(text.translate(_DIGITS))
+    return -(-(len(text) - digits) // CHARS_PER_TOKEN) + digits
 
 
 def message_tokens(message: AnyMessage) -> int:
     """The estimated tokens of one message as a chat-completions request carries it."""
     content = message.content
-    chars = len(content) if isinstance(content, str) else len(json.dumps(content, default=str))
+    tokens = text_tokens(content if isinstance(content, str) else json.dumps(content, default=str))
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
-            chars += len(call["name"]) + len(json.dumps(call["args"], ensure_ascii=False)) + 30
+            tokens += text_tokens(call["name"] + json.dumps(call["args"], ensure_ascii=False)) + 10
         for bad in message.invalid_tool_calls:
-            chars += len(str(bad.get("args") or "")) + 30
-    return -(-chars // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+            tokens += text_tokens(str(bad.get("args") or "")) + 10
+    return tokens + MESSAGE_OVERHEAD_TOKENS
 
 
 def estimate(messages: Sequence[AnyMessage]) -> int:

@@ -92,10 +92,11 @@ def test_a_300_step_task_finishes_in_an_8k_window(tmp_path: Path) -> None:
 
 def test_stubs_keep_the_outcome_the_command_the_size_and_the_spill_file(tmp_path: Path) -> None:
     """Old outputs become stubs first: clearing alone brings this view under its target."""
-    commands = [f"seq 1 1500; echo {i}" if i % 3 == 0 else f"echo {i}" for i in range(30)]
+    commands = [f"yes abcdefgh | head -c 6000; echo {i}" if i % 3 == 0 else f"echo {i}" for i in range(30)]
     _, driver, agent = run(tmp_path, commands, 32_768, context_window=32_768)
     assert driver.stubs
-    assert all(stub.startswith("[output cleared from the context: ok · `seq 1 1500; echo ") for stub in driver.stubs)
+    prefix = "[output cleared from the context: ok · `yes abcdefgh | head -c 6000; echo "
+    assert all(stub.startswith(prefix) for stub in driver.stubs)
     assert all("bytes of output · output not kept on disk]" in stub for stub in driver.stubs)
     assert "summary" not in agent.get_state(THREAD).values["context"]  # clearing was enough
 
@@ -123,7 +124,7 @@ def test_stub_text_names_the_spill_file() -> None:
 
 def test_a_refusal_for_length_compacts_and_the_call_is_made_again(tmp_path: Path) -> None:
     """No window set: the first refusal teaches it; the run goes on without a model error."""
-    commands = ["seq 1 2000" for _ in range(12)]
+    commands = ["yes abcdefgh | head -c 9000" for _ in range(12)]
     state, _, agent = run(tmp_path, commands, 8_000)
     assert state["status"] == "done"
     assert agent.get_state(THREAD).values["context"]["window"] == 8_000
