@@ -13,7 +13,8 @@ request's JSON (messages and tool schemas) per token. Reported for each agent an
 * the share of requests that start with the previous request's messages (a prefix-cache proxy);
 * whether the task text, every command, and every failure's evidence are in the last request.
 
-Run: `python benchmarks/bench_context.py` (add `--quick` for shorter transcripts).
+Run: `python benchmarks/bench_context.py` (add `--quick` for shorter transcripts);
+`--per-step 1000` times bashgraph's steps at the start and the end of a 1,000-step run.
 """
 
 from __future__ import annotations
@@ -94,11 +95,13 @@ class Recorder(BaseChatModel):
     requests: list[list[dict[str, Any]]] = []  # noqa: RUF012 - set per instance in __init__
     summaries: list[list[dict[str, Any]]] = []  # noqa: RUF012
     raw: list[list[Any]] = []  # noqa: RUF012 - the requests as messages (for the estimate's error)
+    times: list[float] = []  # noqa: RUF012 - when each request arrived (a step is the time between two)
 
     def __init__(self, commands: list[str]) -> None:
         super().__init__(commands=commands)  # type: ignore[call-arg]
         self.requests, self.summaries = [], []
         self.raw = []
+        self.times = []
 
     @property
     def _llm_type(self) -> str:
@@ -116,6 +119,7 @@ class Recorder(BaseChatModel):
             return ChatResult(generations=[ChatGeneration(message=AIMessage(SUMMARY))])
         self.requests.append(wire)
         self.raw.append(messages)
+        self.times.append(time.perf_counter())
         if self._next < len(self.commands):
             reply = calls_reply(self.commands[self._next])
             self._next += 1
@@ -239,11 +243,28 @@ def measure(agent: str, transcript: Transcript, tokenizer: Any = None) -> Row:
                seconds, estimate_ratios(model, tokenizer) if tokenizer is not None and agent == "bashgraph" else [])
 
 
+def per_step(steps: int) -> None:
+    """bashgraph's time per step (model request to model request: the graph, our per-request
+    work, one `true`, an in-memory checkpoint) at the start and the end of a long 8k-window run."""
+    model = Recorder(["true"] * steps)
+    with tempfile.TemporaryDirectory() as workdir:
+        run_bashgraph(Transcript("per step", model.commands, 8_192), model, workdir)
+    gaps = [b - a for a, b in zip(model.times, model.times[1:], strict=False)]
+    first, last = sorted(gaps[:100]), sorted(gaps[-100:])
+    start, end = first[len(first) // 2] * 1000, last[len(last) // 2] * 1000
+    print(f"\nper step over {steps} steps (8k window, in-memory checkpoints): median "
+          f"{start:.1f} ms in the first 100, {end:.1f} ms in the last 100")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter transcripts (a smoke run)")
     parser.add_argument("--agents", nargs="*", default=list(AGENTS), choices=list(AGENTS))
+    parser.add_argument("--per-step", type=int, metavar="N", help="only time bashgraph's steps over N steps")
     args = parser.parse_args()
+    if args.per_step:
+        per_step(args.per_step)
+        return
     tokenizer = smollm2_tokenizer()
     rows = [measure(agent, transcript, tokenizer) for transcript in transcripts(args.quick) for agent in args.agents]
     print("| transcript | agent | tokens sent | largest request | prefix-stable | task kept | commands named "
