@@ -263,10 +263,11 @@ def live_jobs(jobs: Any, thread: str | None) -> list[str]:
 
 
 def served_window(config: AgentConfig, model: Any) -> int | None:
-    """The window of the model being served: the local model's own, else the server's answer."""
-    n_ctx = getattr(model, "n_ctx", None)
-    if isinstance(n_ctx, int):
-        return n_ctx
+    """The window the model's server reports. Not the bundled model's n_ctx: its adapter fits the
+    ChatML it builds to it with the model's own tokenizer (`fit_turns`), and a summary there is a
+    slow CPU generation; its budget keeps the default."""
+    if getattr(model, "n_ctx", None) is not None:
+        return None
     base_url = getattr(model, "openai_api_base", None) or config.base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         return None  # OpenAI's own API lists no window; its refusals name it
