@@ -17,6 +17,7 @@ every message: only the thread's `context` record changes, and each compaction i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Sequence
@@ -66,8 +67,6 @@ class ContextKeeper:
     async def aprepare(self, state: AgentState) -> tuple[list[AnyMessage], dict[str, Any] | None]:
         view, tokens = self._measure(state)
         if tokens > ASK_SERVER_ABOVE and not self._asked:
-            import asyncio
-
             await asyncio.to_thread(self._ask_server)  # HTTP: never on the event loop
         return view, self._due(state, tokens)
 
