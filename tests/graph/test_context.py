@@ -164,3 +164,28 @@ def test_other_bad_requests_are_not_refusals_for_length() -> None:
     body = {"error": {"message": "Invalid value for 'tool_choice'", "code": None}}
     response = Response(400, json=body, request=Request("POST", "http://127.0.0.1/v1/chat/completions"))
     assert overflow_of(openai.BadRequestError("Error code: 400", response=response, body=body["error"])) is None
+
+
+def test_history_and_fork_see_every_compaction(tmp_path: Path) -> None:
+    """The checkpoints keep every message; `history` names each compaction, and a fork made
+    where `compact` was next compacts and finishes like its source."""
+    from bashgraph.graph import open_session
+
+    commands = ["yes abcdefgh | head -c 9000" for _ in range(12)]
+    driver = Driver(commands, 8_000)
+    config = AgentConfig(workdir=str(tmp_path), max_steps=30)
+    db = str(tmp_path / "c.sqlite")
+    with open_session(db, model=ScriptedChatModel([driver] * 60), config=config) as session:
+        list(session.run({"messages": [HumanMessage(TASK)]}, "t"))
+        assert session.state("t").values["status"] == "done"
+        rows = session.history("t")
+        compacted = [row for row in rows if row.node == "compact"]
+        assert compacted
+        assert all(row.outcomes.startswith("compacted ") for row in compacted)
+        assert len(session.state("t").values["messages"]) == 1 + 12 * 2 + 1
+        before = next(row for row in rows if row.next == ("compact",))
+        driver.commands = ["echo forked"]
+        fork = session.fork("t", before.checkpoint_id, "t-fork")
+        list(session.run(None, fork))
+        assert session.state(fork).values["status"] == "done"
+        assert session.state(fork).values["context"]["compactions"] >= 1
