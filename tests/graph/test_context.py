@@ -16,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.models.window import overflow_of
+from bashgraph.graph.store.threads import history as thread_history
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}, "recursion_limit": 10_000}
@@ -130,6 +131,9 @@ def test_a_refusal_for_length_compacts_and_the_call_is_made_again(tmp_path: Path
     assert agent.get_state(THREAD).values["context"]["window"] == 8_000
     history = list(agent.get_state_history(THREAD))
     assert any(snapshot.next == ("compact",) for snapshot in history)  # time travel sees it
+    rows = [row for row in thread_history(agent, "t") if row.node == "compact"]  # LangGraph's reader
+    assert rows[-1].outcomes.startswith("compacted ")
+    assert "(overflow, window 8,000)" in rows[-1].outcomes  # the oldest row: the refusal
 
 
 def test_requests_that_never_fit_end_the_run_as_failed(tmp_path: Path) -> None:
