@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-import openai
+if TYPE_CHECKING:
+    import httpx
 
 #: One look-up per graph, on the first model call: a slow server must not stall the run long.
 ASK_TIMEOUT_S = 5.0
@@ -43,6 +43,8 @@ def overflow_of(exc: BaseException) -> ContextOverflow | None:
     """`exc` read as a context-length refusal, or None when it is something else."""
     if isinstance(exc, ContextOverflow):
         return exc
+    import openai  # here: a graph that is only inspected or forked never imports the client
+
     if not isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
         return None
     body: Any = exc.body
@@ -70,6 +72,8 @@ def ask_window(base_url: str, model: str | None, api_key: str | None = None) -> 
 
     Blocking (HTTP): call it off the event loop. Any failure is "no answer": the budget then
     falls back to the setting's default, and a refusal still teaches the real window."""
+    import httpx
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     root = base_url.rstrip("/").removesuffix("/v1")
     try:
