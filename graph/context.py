@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 # Not typing.TypedDict: on Python < 3.12 pydantic refuses it (see graph/state.py).
 from typing_extensions import TypedDict
 
-from bashgraph.graph.tokens import message_tokens, text_tokens
+from bashgraph.graph.tokens import MESSAGE_OVERHEAD_TOKENS, message_tokens, text_tokens
 from bashgraph.tools.results import clip
 
 __all__ = ["ContextRecord", "model_messages"]
@@ -146,15 +146,21 @@ def cap_turns(tail: list[AnyMessage], cap_tokens: int) -> list[AnyMessage]:
 def _fit(answers: list[ToolMessage], cap_tokens: int) -> list[ToolMessage]:
     if not answers or sum(message_tokens(m) for m in answers) <= cap_tokens:
         return answers
-    share = max(cap_tokens // len(answers), 64)
+    share = max(cap_tokens // len(answers) - MESSAGE_OVERHEAD_TOKENS - 30, 64)  # 30: the marker
     return [_clipped(m, share) if message_tokens(m) > share else m for m in answers]
 
 
 def _clipped(message: ToolMessage, tokens: int) -> ToolMessage:
-    """`message` clipped middle-out to about `tokens` (digits count more than letters)."""
+    """`message` clipped middle-out to about `tokens` (digits count more than letters); the
+    marker names the spill file, as the output's own marker (now cut out) did."""
     text = str(message.content)
-    chars_per_token = len(text) / max(text_tokens(text), 1)
-    return message.model_copy(update={"content": clip(text, int(tokens * chars_per_token))})
+    keep = int(tokens * len(text) / max(text_tokens(text), 1))
+    artifact = message.artifact if isinstance(message.artifact, dict) else {}
+    spill = artifact.get("stdout_file") or artifact.get("stderr_file")
+    where = f"full output: {spill}" if spill else "cut to fit the model's context"
+    head, tail = text[:keep // 2], text[len(text) - keep // 2:] if keep > 1 else ""
+    marker = f"\n[... {len(text) - len(head) - len(tail):,} characters omitted; {where}]\n"
+    return message.model_copy(update={"content": head + marker + tail})
 
 
 def is_turn_start(message: AnyMessage) -> bool:

@@ -193,3 +193,21 @@ def test_history_and_fork_see_every_compaction(tmp_path: Path) -> None:
         list(session.run(None, fork))
         assert session.state(fork).values["status"] == "done"
         assert session.state(fork).values["context"]["compactions"] >= 1
+
+
+def test_one_replys_outputs_are_clipped_to_the_turn_cap_naming_the_spill_file() -> None:
+    """Two huge answers to one reply share the cap; each marker still says where the output is."""
+    from bashgraph.graph.context import model_messages
+    from bashgraph.graph.tokens import estimate
+
+    reply = calls_reply("cat a", "cat b")
+    answers = [ToolMessage(content="x" * 30_000, tool_call_id=call["id"] or "",
+                           artifact={"outcome": "ok", "command": call["args"]["command"],
+                                     "stdout_file": f"/tmp/spill-{index}.log"})
+               for index, call in enumerate(reply.tool_calls)]
+    view = model_messages([HumanMessage(TASK), reply, *answers], None, "system", turn_cap_tokens=2_000)
+    clipped = [m for m in view if isinstance(m, ToolMessage)]
+    assert estimate(clipped) <= 2_000
+    assert "characters omitted; full output: /tmp/spill-0.log]" in str(clipped[0].content)
+    assert "characters omitted; full output: /tmp/spill-1.log]" in str(clipped[1].content)
+    assert answers[0].content == "x" * 30_000  # the stored message is untouched
