@@ -275,6 +275,8 @@ def main() -> None:
         print(f"| {r.transcript} | {r.agent} | {r.total:,} | {r.largest:,} | {r.stable:.0%} | "
               f"{'yes' if r.task_kept else 'no'} | {r.commands_kept:.0%} | {failures} | {r.seconds:.1f} |")
     goals(rows)
+    if args.quick:
+        print("(--quick: most transcripts stay under the budget, so the goals are read from a full run)")
     ratios = sorted(x for r in rows for x in r.estimate_ratios)
     if ratios:
         print(f"estimate / SmolLM2 tokenizer over {len(ratios)} requests: min {ratios[0]:.2f}, "
