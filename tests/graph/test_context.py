@@ -211,3 +211,16 @@ def test_one_replys_outputs_are_clipped_to_the_turn_cap_naming_the_spill_file() 
     assert "characters omitted; full output: /tmp/spill-0.log]" in str(clipped[0].content)
     assert "characters omitted; full output: /tmp/spill-1.log]" in str(clipped[1].content)
     assert answers[0].content == "x" * 30_000  # the stored message is untouched
+
+
+def test_the_servers_usage_counts_the_prefix_it_saw() -> None:
+    """The newest reply's usage (its prompt and reply) plus an estimate of what came after it;
+    a reply made before the last compaction (before `since`) saw another view: estimated whole."""
+    from bashgraph.graph.tokens import estimate, request_tokens
+
+    reply = calls_reply("ls")
+    reply.usage_metadata = {"input_tokens": 1_000, "output_tokens": 50, "total_tokens": 1_050}
+    answer_ = ToolMessage(content="x" * 300, tool_call_id="c")
+    view = [SystemMessage("system"), HumanMessage(TASK), reply, answer_]
+    assert request_tokens(view, 400, since=0) == 1_050 + estimate([answer_])
+    assert request_tokens(view, 400, since=3) == 400 + estimate(view)
