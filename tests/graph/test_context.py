@@ -10,7 +10,7 @@ from typing import Any
 import openai
 import pytest
 from httpx2 import Request, Response  # the HTTP client the openai package is built on
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -221,6 +221,6 @@ def test_the_servers_usage_counts_the_prefix_it_saw() -> None:
     reply = calls_reply("ls")
     reply.usage_metadata = {"input_tokens": 1_000, "output_tokens": 50, "total_tokens": 1_050}
     answer_ = ToolMessage(content="x" * 300, tool_call_id="c")
-    view = [SystemMessage("system"), HumanMessage(TASK), reply, answer_]
+    view: list[AnyMessage] = [SystemMessage("system"), HumanMessage(TASK), reply, answer_]
     assert request_tokens(view, 400, since=0) == 1_050 + estimate([answer_])
     assert request_tokens(view, 400, since=3) == 400 + estimate(view)
