@@ -16,6 +16,8 @@ from langgraph.store.base import BaseStore
 from bashgraph.graph.approval import ApprovalNode, make_policy
 from bashgraph.graph.call_journal import Journal
 from bashgraph.graph.checks import Checker
+from bashgraph.graph.compact_node import COMPACT_EDGES, CompactNode
+from bashgraph.graph.compaction import ContextKeeper
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.deferred import DeferredChatModel, LazyModel
@@ -35,6 +37,7 @@ from bashgraph.graph.routing import (
     next_after_tools,
 )
 from bashgraph.graph.state import AgentInput, AgentState, PublicState
+from bashgraph.graph.tokens import text_tokens
 from bashgraph.tools.bash_tool import make_bash_tool
 from bashgraph.tools.job_tools import make_job_tools
 
@@ -67,7 +70,9 @@ def build_graph(
         bound: Runnable[Any, Any] = DeferredChatModel(config, tools, model)
     else:
         bound = model.bind_tools(tools)
-    loop = LoopNodes(bound, config, executor, checker)
+    keeper = ContextKeeper(config, bound, schema_tokens(tools), executor.jobs,
+                           served=model if isinstance(model, BaseChatModel) else None)
+    loop = LoopNodes(bound, config, executor, checker, keeper)
     recovery = RecoveryNodes(config, executor)
     # Callers see AgentInput and PublicState (Studio's input form, `invoke`'s result); the nodes
     # read and write all of AgentState, the bookkeeping included.
@@ -81,6 +86,9 @@ def build_graph(
     builder.add_node("retry", dual_node(recovery.retry, recovery.aretry, "retry"))
     builder.add_node("replan", recovery.replan)
     builder.add_node("escalate", recovery.escalate, destinations=ESCALATE_EDGES)
+    compact = CompactNode(keeper, executor)
+    builder.add_node("compact", dual_node(compact.compact, compact.acompact, "compact"),
+                     destinations=COMPACT_EDGES)
     builder.add_edge(START, "agent")
     # Each routed edge answers with its label (the outcome that takes it), so drawings name them.
     after_agent = functools.partial(next_after_agent, checker=checker)
@@ -92,6 +100,15 @@ def build_graph(
     _add_labelled_edges(builder, "route", next_after_route, ROUTE_EDGES, HopView)
     builder.add_edge("replan", "agent")
     return builder.compile(checkpointer=checkpointer, store=store, name="bashgraph")
+
+
+def schema_tokens(tools: list[Any]) -> int:
+    """Estimated tokens of the tool schemas every request carries."""
+    import json
+
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return text_tokens(json.dumps([convert_to_openai_tool(tool) for tool in tools]))
 
 
 def dual_node(

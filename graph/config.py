@@ -20,6 +20,8 @@ from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
 EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
 ApprovalMode = Literal["never", "rules", "always"]
 ENV_PREFIX = "BASHGRAPH_"
+#: Below this no system prompt, task and reply fit together.
+MIN_CONTEXT_WINDOW = 2_048
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,11 @@ class AgentConfig:
     """Keep a leading `<think>…</think>` block in the model's text. By default it is set aside as
     the reply's reasoning: never shown as the answer, nor sent back as text."""
 
+    context_window: int | None = None
+    """Tokens the model takes in one request, its reply included. None: what the server reports
+    (vLLM's `max_model_len`, llama.cpp's `n_ctx`), else 32,768. Older turns are compacted before
+    a request would outgrow it (docs/graph.md#context)."""
+
     approval: ApprovalMode = "rules"
     """When to ask a person before a command: never, when a rule says ask, or always."""
 
@@ -154,6 +161,9 @@ class AgentConfig:
         _check_not_negative(self, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
                             "failure_history", "model_max_retries", "max_replans",
                             "model_retry_after_max_s")
+        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
+            raise ConfigError(
+                f"context_window must be at least {MIN_CONTEXT_WINDOW} tokens, got {self.context_window!r}")
         if self.base_url:  # empty: not set (OPENAI_BASE_URL, else the OpenAI API), as before
             _check_url(self.base_url)
 

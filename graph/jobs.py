@@ -40,7 +40,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from bashgraph.tools.job_tools import KILL_TOOL_NAME, unknown_job
 from bashgraph.tools.jobs.sweep import sweep_marker
 from bashgraph.tools.jobs.table import Job, JobRequest, JobTable, started_result
-from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind, args_error, spawn_failure
+from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind, args_error, clip, spawn_failure
 
 #: Why a job was stopped, as its journal row and the model read it.
 RUN_ENDED = "the run ended"
@@ -208,6 +208,13 @@ class RunJobs:
         return next((row for row in self.journal.job_rows(thread) if row.job_id == job_id), None)
 
     # -- ending -----------------------------------------------------------------------------
+    def live(self, thread: str) -> list[str]:
+        """The jobs still running in `thread`, one line each (what a compaction summary names)."""
+        with self._lock:
+            table = self._tables.get(thread)
+        jobs = table.running() if table is not None else []
+        return [f"{job.job_id} (pid {job.pid}) `{clip(job.command, 200)}`" for job in jobs]
+
     def end_run(self, thread: str | None, why: str = RUN_ENDED) -> list[dict[str, Any]]:
         """Stop every job of `thread`'s run (blocking: up to the grace period per job); the
         `job_end` events of the jobs whose end was not reported yet."""

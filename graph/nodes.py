@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
@@ -21,6 +21,7 @@ from langgraph.types import StreamWriter
 
 from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.checks import Checker, checks_are_cheap, denial_of
+from bashgraph.graph.compaction import ContextKeeper
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.cutoff import (
@@ -86,12 +87,13 @@ class LoopNodes:
 
     def __init__(
         self, model: Runnable[Any, Any], config: AgentConfig, executor: Executor,
-        checker: Checker | None = None,
+        checker: Checker | None = None, context: ContextKeeper | None = None,
     ) -> None:
         self.model = model
         self.config = config
         self.executor = executor
         self.checker = checker
+        self.context = context or ContextKeeper(config, model, 0, executor.jobs)
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -99,16 +101,7 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        if limit:
-            update = fresh | limit
-        else:
-            prompt = self._prompt(state)
-            first = self._clean(self.model.invoke(prompt, config))
-            replies: list[AIMessage | HumanMessage] = [first]
-            if self._ask_again(state, first):
-                note = empty_reply_note(first)
-                replies += [note, self._clean(self.model.invoke([*prompt, note], config))]
-            update = fresh | self._after_reply(state, replies)
+        update = fresh | (limit or self._call(state, config))
         return end_jobs_if_final(self.executor, update, config)
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -118,25 +111,43 @@ class LoopNodes:
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        if limit:
-            update = fresh | limit
-        else:
-            prompt = self._prompt(state)
-            first = self._clean(await self.model.ainvoke(prompt, config))
+        update = fresh | (limit or await self._acall(state, config))
+        return await aend_jobs_if_final(self.executor, update, config)
+
+    def _call(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """The model's reply to the thread's view (graph/context.py), asked once more after an
+        empty one; or the way to `compact` when the view would not fit, or did not (a
+        context-length refusal)."""
+        view, compact_first = self.context.prepare(state)
+        if compact_first:
+            return compact_first
+        try:
+            first = self._clean(self.model.invoke(view, config))
             replies: list[AIMessage | HumanMessage] = [first]
             if self._ask_again(state, first):
                 note = empty_reply_note(first)
-                replies += [note, self._clean(await self.model.ainvoke([*prompt, note], config))]
-            after = functools.partial(self._after_reply, state, replies)
-            # The policy's checks are linear but not free (a 100 KB line: ~0.1-0.4 s): off the
-            # event loop when they may take over a millisecond, so no other run waits on them.
-            calls = getattr(replies[-1], "tool_calls", None)
-            cheap = self.checker is None or checks_are_cheap(calls)
-            update = fresh | (after() if cheap else await in_thread(asyncio.get_running_loop(), after))
-        return await aend_jobs_if_final(self.executor, update, config)
+                replies += [note, self._clean(self.model.invoke([*view, note], config))]
+        except Exception as exc:
+            return self.context.overflowed(exc, state)  # raises what is not a refusal for length
+        return self._after_reply(state, replies)
 
-    def _prompt(self, state: AgentState) -> list[AnyMessage]:
-        return [SystemMessage(self.config.system_prompt), *state.get("messages", [])]
+    async def _acall(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        view, compact_first = await self.context.aprepare(state)
+        if compact_first:
+            return compact_first
+        try:
+            first = self._clean(await self.model.ainvoke(view, config))
+            replies: list[AIMessage | HumanMessage] = [first]
+            if self._ask_again(state, first):
+                note = empty_reply_note(first)
+                replies += [note, self._clean(await self.model.ainvoke([*view, note], config))]
+        except Exception as exc:
+            return self.context.overflowed(exc, state)
+        after = functools.partial(self._after_reply, state, replies)
+        # The policy's checks are linear but not free (a 100 KB line: ~0.1-0.4 s): off the
+        # event loop when they may take over a millisecond, so no other run waits on them.
+        cheap = self.checker is None or checks_are_cheap(getattr(replies[-1], "tool_calls", None))
+        return after() if cheap else await in_thread(asyncio.get_running_loop(), after)
 
     def _step_limit(self, state: AgentState) -> dict[str, Any] | None:
         if state.get("steps", 0) < self.config.max_steps:

@@ -50,3 +50,36 @@ def skipped_message(summary: str) -> str:
 def hint_message(hint: str) -> str:
     """A person's free-text hint after an escalation."""
     return f"A person looked at the environment fault and says: {hint}"
+
+
+#: How the messages the graph writes start (a re-plan, an escalation's outcome): they are not a
+#: person's task, so a compaction summarises them instead of keeping them verbatim.
+GRAPH_MESSAGE_PREFIXES = ("Stop and re-plan:", "Environment fault:", "A person chose to skip",
+                          "A person looked at the environment fault")
+
+SUMMARY_INSTRUCTIONS = """\
+You are compacting the history of a shell agent's work so it can continue in a smaller context.
+Below is a transcript of earlier turns. Write a summary for the agent itself, at most 300 words:
+what was done and found (files, paths, versions, facts), what is still to do and the next step,
+and what failed and why. The task text, the working directory, the background jobs and the list
+of commands with their outcomes are kept separately: do not repeat them. Plain text, no tool calls."""
+
+
+def compacted_summary(
+    *, summarised: int, cwd: str, jobs: list[str], text: str | None, ledger: list[str], omitted: int
+) -> str:
+    """The message that stands for the compacted turns of a thread."""
+    lines = [
+        f"[Context compacted: the first {summarised:,} messages of this thread are summarised here "
+        "(the tasks above are kept as they were; the full history stays in the thread's checkpoints). "
+        "Cleared outputs name a file holding them: read it again with a command if you need it.]",
+        f"Working directory: {cwd}",
+        "Background jobs still running: " + ("; ".join(jobs) if jobs else "none"),
+        "Summary of the earlier work:",
+        text or "(no summary could be written; the commands below are what is known)",
+        "Commands run in the summarised turns (outcome · command · why it failed):",
+    ]
+    if omitted:
+        lines.append(f"[... {omitted:,} earlier commands not listed, successful ones first]")
+    lines += [f"- {line}" for line in ledger] or ["- none"]
+    return "\n".join(lines)

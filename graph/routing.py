@@ -164,6 +164,7 @@ def routing_view(state: AgentState, reply_id: str) -> tuple[AgentState, dict[str
 #: Drawn labels of the routed edges: which outcome takes each one (`bashgraph graph`).
 AGENT_EDGES: Final = {
     "tools": "every call allowed", "approve": "ask / deny / invalid call", END: "answer / final status",
+    "compact": "over budget / too long",
 }
 TOOLS_EDGES: Final = {"agent": "ok", "route": "exit_error / spawn_error / args_error / denied"}
 ROUTE_EDGES: Final = {
@@ -187,6 +188,7 @@ class AgentEdgeView(TypedDict, total=False):
     status: RunStatus
     cwd: str | None
     policy_checks: PolicyChecks | None
+    compact_due: dict[str, Any] | None
 
 
 class HopView(TypedDict, total=False):
@@ -197,13 +199,16 @@ class HopView(TypedDict, total=False):
 
 def next_after_agent(
     state: AgentEdgeView, checker: Checker | None = None
-) -> Literal["approve", "tools", "__end__"]:
+) -> Literal["approve", "tools", "compact", "__end__"]:
     """After the model: stop (answer or final status), or run its calls — through `approve`
-    unless the policy allows every one of them (a superstep and a checkpoint saved per step).
+    unless the policy allows every one of them (a superstep and a checkpoint saved per step);
+    or, when the request would not fit the model's window, `compact` before the call.
 
     The checks are the ones `agent` stored with the reply (made now only if they no longer apply)."""
     if state.get("status", "running") in FINAL_STATUSES:
         return END
+    if state.get("compact_due"):
+        return "compact"
     message = last_ai_message(state.get("messages", []))
     if message is None or not (message.tool_calls or message.invalid_tool_calls):
         return END

@@ -18,6 +18,7 @@ from langgraph.channels.delta import DeltaChannel
 from typing_extensions import TypedDict
 
 from bashgraph.graph.checks import PolicyChecks
+from bashgraph.graph.context import ContextRecord
 from bashgraph.graph.store.checkpoints import merge_message_batches
 from bashgraph.tools.results import CommandResult
 
@@ -112,6 +113,12 @@ class Bookkeeping(TypedDict, total=False):
     rejected: dict[str, str] | None
     """Commands a person rejected in this run, each with the refusal's words: asked again
     unchanged, they are answered from it instead of asking again (graph/approval.py)."""
+    context: ContextRecord | None
+    """How the model's view of `messages` is cut: stubs, summary (graph/context.py). Written only
+    by `compact`; `messages` keeps everything."""
+    compact_due: dict[str, Any] | None
+    """Set by `agent` when the next request would not fit (or the server refused it as too
+    long): `compact` runs before the call, and clears it."""
 
 
 class AgentState(PublicState, Bookkeeping, total=False):

@@ -171,6 +171,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
                         help="longest Retry-After waited for; a longer one stops the run (default 60)")
     parser.add_argument("--keep-think", action="store_true", default=None,
                         help="keep a leading <think>…</think> block in the model's text")
+    parser.add_argument("--context-window", type=int, metavar="TOKENS",
+                        help="tokens the model takes per request (default: what the server says, else 32768)")
     parser.add_argument("--approval", choices=("never", "rules", "always"),
                         help="when to ask a person before a command (default: rules)")
     parser.add_argument("--rule", action="append", metavar="ACTION:PATTERN",
@@ -226,7 +228,7 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
             workdir=args.workdir, timeout_s=args.timeout, max_steps=args.max_steps,
             on_environment_error=args.on_env_error, model=args.model, base_url=args.base_url,
             request_timeout_s=args.request_timeout, model_max_retries=args.model_retries,
-            model_retry_after_max_s=args.retry_after_max,
+            model_retry_after_max_s=args.retry_after_max, context_window=args.context_window,
             approval=args.approval, rules=tuple(args.rule) if args.rule else None,
             policy_file=args.policy, sandbox=args.sandbox, allow_network=args.allow_network,
             keep_think=args.keep_think,
@@ -264,6 +266,7 @@ _REPEATED = (
     ("max_steps", "--max-steps", False), ("on_env_error", "--on-env-error", False),
     ("request_timeout", "--request-timeout", False), ("model_retries", "--model-retries", False),
     ("retry_after_max", "--retry-after-max", False),
+    ("context_window", "--context-window", False),
     ("approval", "--approval", False), ("policy", "--policy", True),
 )
 

@@ -258,6 +258,8 @@ class PlainRenderer:
             yield from preview_lines(event)
         elif kind in ("job_start", "job_end", "job_held"):
             yield job_line(event)
+        elif kind == "compaction":
+            yield compaction_line(event)
         elif kind == "node":
             yield from self._node_lines(event)
         elif kind == "answer":
@@ -314,6 +316,17 @@ def job_line(event: Mapping[str, Any]) -> str:
     if event["event"] == "job_start":
         return f"  job {event.get('job_id')} started (pid {event.get('pid')}): `{event.get('command')}`"
     return f"  job {event.get('job_id')}: {event.get('state')}"
+
+
+def compaction_line(event: Mapping[str, Any]) -> str:
+    """`context compacted: 17,677 → 4,299 tokens (window 16,384, the server refused …)`."""
+    why = "the server refused the request as too long" if event.get("trigger") == "overflow" else "over budget"
+    done = [f"{event.get('cleared') or 0} old outputs cleared"]
+    if event.get("summarised"):
+        done.append(f"{event['summarised']} messages summarised" + ("" if event.get("model_summary") else
+                                                                     " (without the model's summary)"))
+    return (f"context compacted: {int(event.get('tokens_before') or 0):,} → {int(event.get('tokens_after') or 0):,} "
+            f"tokens (window {int(event.get('window') or 0):,}, {why}); {', '.join(done)}")
 
 
 def end_lines(event: Mapping[str, Any]) -> Iterable[str]:

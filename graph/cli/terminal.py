@@ -32,6 +32,7 @@ from bashgraph.graph.cli.progress import (
     BADGE_WIDTH,
     DURATION_WIDTH,
     badge,
+    compaction_line,
     duration,
     end_lines,
     job_line,
@@ -205,6 +206,9 @@ class TerminalRenderer:
 
     def _on_job_held(self, event: Mapping[str, Any]) -> None:
         self.console.print(Text(one_line(job_line(event)), style="bold yellow"))
+
+    def _on_compaction(self, event: Mapping[str, Any]) -> None:
+        self.console.print(Text(one_line(compaction_line(event)), style="magenta"))
 
     def _on_job_output(self, event: Mapping[str, Any]) -> None:
         """The last lines a read of a job returned, dimmed, like a command's live tail."""

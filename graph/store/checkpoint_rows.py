@@ -80,6 +80,17 @@ def outcome_text(result: CommandResult) -> str:
     return f"{label} `{clip(result.command, 60)}`"
 
 
+def compaction_text(record: Any) -> str | None:
+    """`compacted 17,677 → 4,299 tokens (overflow, window 16,384): 6 outputs cleared, 13
+    messages summarised`, from the `context` record a `compact` step wrote; None for others."""
+    last = record.get("last") if isinstance(record, Mapping) else None
+    if not isinstance(last, Mapping):
+        return None
+    return (f"compacted {int(last.get('tokens_before') or 0):,} → {int(last.get('tokens_after') or 0):,} tokens "
+            f"({last.get('trigger')}, window {int(last.get('window') or 0):,}): "
+            f"{int(last.get('cleared') or 0)} outputs cleared, {int(last.get('summarised') or 0)} messages summarised")
+
+
 # -- decoding -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Stored:
@@ -173,7 +184,7 @@ def _add_writes(conn: sqlite3.Connection, thread_id: str, checkpoints: Mapping[s
         if checkpoint is None or task_id == _NULL_TASK_ID:
             continue
         task = checkpoint.tasks.setdefault(task_id, _Task(_node_of(task_path)))
-        wanted = channel in ("messages", INTERRUPT_CHANNEL)  # the only values rows show
+        wanted = channel in ("messages", "context", INTERRUPT_CHANNEL)  # the only values rows show
         task.writes.append((channel, decode(kind, value) if wanted else None))
 
 
@@ -326,6 +337,8 @@ def _outcome_lines(tasks: Iterable[_Task], held: dict[Any, Any]) -> Iterator[str
     `held` has the answers written so far.)"""
     for task in tasks:
         for channel, value in task.writes:
+            if channel == "context" and (line := compaction_text(value)):
+                yield line
             if channel != "messages":
                 continue
             batch = value if isinstance(value, list) else [value]

@@ -18,6 +18,7 @@ stores only the messages written in its step, so size grows linearly.
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import sqlite3
 import uuid
@@ -320,6 +321,9 @@ def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
     return cast("list[AnyMessage]", merged)
 
 
+_ID_OF = operator.attrgetter("id")
+
+
 def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
     """True when every message of the write is a whole message (no chunk, no removal) whose id
     is new, and the stored ones are whole messages with ids (as this reducer and add_messages
@@ -331,5 +335,9 @@ def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
         return False
     if any(isinstance(message, (BaseMessageChunk, RemoveMessage)) for message in messages):
         return False
-    return not any(message.id is None or message.id in ids or isinstance(message, BaseMessageChunk)
-                   for message in state)
+    # Over the stored messages, the same checks as one pass in C (map, set): this runs at every
+    # write, and a Python-level loop over a long thread's messages grew every step with it.
+    stored_ids = set(map(_ID_OF, state))
+    if None in stored_ids or not ids.isdisjoint(stored_ids):
+        return False
+    return not any(issubclass(kind, BaseMessageChunk) for kind in set(map(type, state)))

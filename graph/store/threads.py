@@ -26,6 +26,7 @@ from bashgraph.graph.store.checkpoint_rows import (
     TASK_CHARS,
     CheckpointRow,
     ThreadInfo,
+    compaction_text,
     outcome_text,
 )
 from bashgraph.tools.results import CommandResult, clip
@@ -42,6 +43,7 @@ _WRITER_OF_NEXT: dict[tuple[str, ...], str] = {
     ("retry",): "route",  # next_after_route follows the `next_hop` copied with the values
     ("replan",): "route",
     ("escalate",): "route",
+    ("compact",): "agent",  # next_after_agent: `compact_due`, copied with the values
     (): "agent",  # a finished thread: its final status makes next_after_agent end it
 }
 
@@ -218,6 +220,8 @@ def _outcome_lines(results: Iterable[Any], held: dict[str | None, ToolMessage]) 
     """The outcomes of the answers the step wrote. One it wrote again unchanged (a step that
     stores the whole conversation again, graph/open_calls.py) is an earlier step's."""
     for result in results:
+        if isinstance(result, dict) and (line := compaction_text(result.get("context"))):
+            yield line
         messages = result.get("messages", []) if isinstance(result, dict) else []
         for message in messages if isinstance(messages, list) else [messages]:
             is_answer = isinstance(message, ToolMessage) and isinstance(message.artifact, dict)

@@ -74,7 +74,7 @@ def test_each_router_reads_only_the_channels_it_needs(tmp_path: Path) -> None:
     read = {source: set(get_type_hints(spec.input_schema)) for source, specs in branches.items()
             for spec in specs.values() if spec.input_schema is not None}
     assert read == {
-        "agent": {"messages", "status", "cwd", "policy_checks"},
+        "agent": {"messages", "status", "cwd", "policy_checks", "compact_due"},
         "tools": {"next_hop"},
         "route": {"next_hop"},
     }

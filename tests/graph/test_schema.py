@@ -22,9 +22,12 @@ GRAPH_DOC = Path(__file__).resolve().parents[2] / "docs" / "graph.md"
 PUBLIC = {"messages", "status", "reason", "cwd", "steps", "exit_streak", "args_errors", "spawn_retries",
           "replans", "failures"}
 BOOKKEEPING = {"next_hop", "routed_reply", "route_base", "attempt_serial", "policy_checks", "environment_told",
-               "rejected"}
-#: What `every_field_written` writes: all but `rejected` (only a person's rejection writes it).
-WRITTEN = BOOKKEEPING - {"rejected"}
+               "rejected", "context", "compact_due"}
+#: Written only when a thread's requests outgrow the model's window (tests/graph/test_context.py).
+COMPACTION_ONLY = {"context", "compact_due"}
+#: What `every_field_written` writes: all but `rejected` (only a person's rejection writes it)
+#: and the compaction fields.
+WRITTEN = BOOKKEEPING - {"rejected"} - COMPACTION_ONLY
 THREAD = {"configurable": {"thread_id": "t"}}
 
 

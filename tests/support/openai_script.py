@@ -272,8 +272,30 @@ def _pieces(value: str) -> list[str]:
     return [value[i:i + CHUNK_CHARS] for i in range(0, len(value), CHUNK_CHARS)]
 
 
+def prompt_tokens(request: RecordedRequest) -> int:
+    """The server's count of a request's prompt: 4 characters of its JSON messages and tools per
+    token (what `usage.prompt_tokens` reports, and what a window is checked against)."""
+    return max(1, len(json.dumps(request.messages)) // 4 + len(json.dumps(request.tools)) // 4)
+
+
+def context_length_error(shape: str, window: int, tokens: int) -> dict[str, Any]:
+    """The 400 body a server sends for a prompt longer than its window, in its own words."""
+    if shape == "llamacpp":
+        return {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": tokens,
+                          "n_ctx": window, "message": f"request ({tokens} tokens) exceeds the available "
+                          f"context size ({window} tokens), try increasing it"}}
+    if shape == "vllm":
+        return {"object": "error", "type": "BadRequestError", "param": None, "code": 400,
+                "message": f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {tokens + 16} tokens ({tokens} in the messages, 16 in the completion). "
+                "Please reduce the length of the messages or completion."}
+    return error_body(f"This model's maximum context length is {window} tokens. However, your messages "
+                      f"resulted in {tokens} tokens. Please reduce the length of the messages.",
+                      "invalid_request_error", "context_length_exceeded")
+
+
 def exchange_for(step_no: int, request: RecordedRequest, default_model: str) -> Exchange:
     options = request.body.get("stream_options") or {}
     return Exchange(step_no=step_no, model=request.model or default_model,
-                     prompt_tokens=max(1, len(json.dumps(request.messages)) // 4),
+                     prompt_tokens=prompt_tokens(request),
                      stream=request.stream, include_usage=bool(options.get("include_usage")))

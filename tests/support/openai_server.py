@@ -23,7 +23,7 @@ import socket
 import socketserver
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -43,6 +43,7 @@ from tests.support.openai_script import (
     ToolCall,
     ToolCallsReply,
     completion_body,
+    context_length_error,
     drop_connection,
     error_body,
     exchange_for,
@@ -50,6 +51,7 @@ from tests.support.openai_script import (
     http_error,
     malformed,
     model_not_found,
+    prompt_tokens,
     rate_limited,
     server_error,
     stream_chunks,
@@ -102,8 +104,15 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         fake._record(RecordedRequest("GET", self.path, self._headers(), None))
         if self.path.rstrip("/") == "/v1/models":
-            self._send_json(200, {"object": "list", "data": [
-                {"id": fake.model, "object": "model", "created": 0, "owned_by": "tests"}]})
+            entry = {"id": fake.model, "object": "model", "created": 0, "owned_by": "tests"}
+            if fake.window is not None and fake.report_window and fake.overflow_shape == "vllm":
+                entry["max_model_len"] = fake.window
+            self._send_json(200, {"object": "list", "data": [entry]})
+        elif self.path.rstrip("/") == "/props":  # llama.cpp's server; OpenAI's answers 404
+            if fake.window is not None and fake.report_window and fake.overflow_shape == "llamacpp":
+                self._send_json(200, {"default_generation_settings": {"n_ctx": fake.window}})
+            else:
+                self._send_json(404, error_body("not found", "invalid_request_error"))
         else:
             self._send_json(404, fake._fault(f"unknown path GET {self.path}"))
 
@@ -125,6 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
             fake._record(request)
             fake._fault(problem)
             self._send_json(400, error_body(problem, "invalid_request_error"))
+        elif (refusal := fake._refuse_for_length(request)) is not None:
+            self._send_json(400, refusal)
         elif (step := fake._receive_chat(request)) is None:
             # x-should-retry: the client must not hide this mistake behind its own retries
             self._send_json(500, fake._fault(fake._past_end_message()), {"x-should-retry": "false"})
@@ -251,8 +262,20 @@ class _HTTPServer(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """A strict scripted OpenAI-compatible server on 127.0.0.1 (a free port); a context manager."""
 
-    def __init__(self, *script: Step, model: str = DEFAULT_MODEL) -> None:
+    def __init__(self, *script: Step, model: str = DEFAULT_MODEL, window: int | None = None,
+                 report_window: bool = False, overflow_shape: str = "openai",
+                 answer_first: Callable[[RecordedRequest], Step | None] | None = None) -> None:
+        """`window`: a request whose prompt passes it (`prompt_tokens`) is refused with HTTP 400
+        in the words of `overflow_shape` ("openai", "vllm", "llamacpp"), without taking a script
+        step; `report_window`: the server also says its window (vLLM's /v1/models, llama.cpp's
+        /props); `answer_first`: consulted before the script, a step it returns answers the request
+        without taking a script step (e.g. every summary request of a compaction)."""
+        self.answer_first = answer_first
         self.model = model
+        self.window = window
+        self.report_window = report_window
+        self.overflow_shape = overflow_shape
+        self.refused: list[int] = []  # the prompt tokens of each request refused for length
         self._lock = threading.Lock()
         self._script: list[Step] = list(script)
         self._next = 0
@@ -340,6 +363,16 @@ class FakeOpenAIServer:
             raise AssertionError("FakeOpenAIServer: " + "; ".join(problems))
 
     # --- used by the handler threads
+    def _refuse_for_length(self, request: RecordedRequest) -> dict[str, Any] | None:
+        """The 400 of a request longer than `window` (recorded), or None when it fits."""
+        tokens = prompt_tokens(request)
+        if self.window is None or tokens <= self.window:
+            return None
+        with self._lock:
+            self._requests.append(request)
+            self.refused.append(tokens)
+        return context_length_error(self.overflow_shape, self.window, tokens)
+
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
@@ -348,6 +381,8 @@ class FakeOpenAIServer:
         """Record a chat request and take its script step (index, step); None past the end."""
         with self._lock:  # one lock for both, so the n-th recorded request gets the n-th step
             self._requests.append(request)
+            if self.answer_first is not None and (first := self.answer_first(request)) is not None:
+                return -1, first
             if self._next >= len(self._script):
                 return None
             self._next += 1

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bashgraph.tools.runner import spill_prune
+from bashgraph.tools.runner.binary import describe_binary, text_end
 from bashgraph.tools.runner.pacing import ReadPacer
 from bashgraph.tools.safety.visible import visible
 
@@ -250,14 +251,22 @@ class StreamCapture:
             return b""
 
     def finish(self) -> Captured:
-        """The capped, safe text of the stream; closes the spill file."""
+        """The capped, safe text of the stream; closes the spill file. Binary output is described
+        (size, kind, first bytes; `binary.py`), not shown as escaped bytes."""
         if self._mode == _PENDING:
             self._start_spill(-1)
         if self._mode == _MEMORY:
-            return Captured(safe_text(self._buffer) if self.total else "", self.total, False, None)
+            where = "not kept: pipe the command through `xxd | head` to read it"
+            described = describe_binary(self._buffer, self.total, where)
+            return Captured(described or (safe_text(self._buffer) if self.total else ""), self.total, False, None)
         tail = self._tail if self._mode == _DISCARDING else self._read_spill_tail()
         self.close()
-        return Captured(self._join(self._buffer, tail), self.total, True, self._spill_path)
+        described = describe_binary(self._buffer, self.total, self._problem or f"full output: {self._spill_path}")
+        end = text_end(bytes(tail[-self._tail_room:])) if described else b""
+        if end.strip():
+            # Text after a binary head (a log line after a dump): its end is shown as text.
+            described = f"{described}\n[the end of the output, as text:]\n{safe_text(end)}"
+        return Captured(described or self._join(self._buffer, tail), self.total, True, self._spill_path)
 
     def close(self) -> None:
         self._chunk = None
