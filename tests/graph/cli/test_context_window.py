@@ -19,8 +19,13 @@ TASK = "print nine large blocks, one per command, then say done"
 SUMMARY = "Printed large blocks of digits; nothing failed; the task is to print more."
 
 
+def big_command(index: int) -> str:
+    """9,000 copies of one letter (not `python3 -c`: the default rules ask for inline code)."""
+    return f"printf '%9000s' '' | tr ' ' {chr(97 + index % 26)}"
+
+
 def big_output(index: int) -> Step:
-    return tool_call("bash", {"command": f"python3 -c \"print('{chr(97 + index % 26)}' * 9000)\""})
+    return tool_call("bash", {"command": big_command(index)})
 
 
 def summaries(request: RecordedRequest) -> Step | None:
@@ -39,7 +44,7 @@ def assert_task_and_outcomes_survive(server: FakeOpenAIServer, steps: int) -> No
     texts = "\n".join(str(m.get("content")) for m in last)
     assert last[1] == {"role": "user", "content": TASK}  # the task, verbatim, right after the prompt
     for index in range(steps):  # every command of the run, with its outcome, in full or in a stub
-        command = f"print('{chr(97 + index % 26)}' * 9000)"
+        command = big_command(index)
         assert command in texts or any(command in call["function"]["arguments"].replace('\\"', '"')
                                        for m in last for call in m.get("tool_calls") or [])
 
