@@ -220,6 +220,15 @@ MACHINE = {
     "kill-init-named-signal": ("kill -s KILL 1", "@stops-machine"),
     "killall5": ("killall5 -9", "@stops-machine"),
     "pkill-systemd": ("pkill -9 -x systemd", "@stops-machine"),
+    "kill-init-leading-zero": ("kill -15 01", "@stops-machine"),
+    "kill-everything-leading-zero": ("kill -9 -01", "@stops-machine"),
+    "kill-everything-after-dashes": ("kill -9 -- -01", "@stops-machine"),
+    "pkill-any-name": ("pkill .", "@stops-machine"),
+    "pkill-full-regex": ("pkill -9 -f 'sys.*'", "@stops-machine"),
+    "pkill-substring-of-systemd": ("pkill -9 stemd", "@stops-machine"),
+    "pkill-by-user-only": ("pkill -9 -u root", "@stops-machine"),
+    "killall-regex": ("killall -r .", "@stops-machine"),
+    "systemctl-reboot-service": ("systemctl start systemd-reboot.service", "@stops-machine"),
     "kexec": ("kexec -e", "@stops-machine"),
     "rtcwake-off": ("rtcwake -m off -s 60", "@stops-machine"),
     "pm-suspend": ("pm-suspend", "@stops-machine"),
@@ -238,12 +247,20 @@ def test_effects_on_the_machine_are_asked_whatever_the_program(command: str, pat
     assert decision.rule.pattern == pattern, decision
 
 
+def test_a_pid_with_leading_zeros_is_that_pid() -> None:
+    """Why `kill -9 -01` is asked: bash's kill reads `0N` as the pid N (so `-01` is -1)."""
+    done = subprocess.run(["bash", "-c", "sleep 30 & kill -9 0$!; wait $!; echo $?"],
+                          check=True, capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == "137", done
+
+
 #: Reading devices, harmless devices, and ordinary signals and services: no question asked.
 MACHINE_ALLOWED = ["lsblk /dev/sda", "cat /dev/sda | head -c 512 | xxd", "dd if=/dev/sda of=mbr.img count=1",
                    "blkid /dev/nvme0n1p1", "echo x > /dev/null", "ls 2>/dev/null", "echo hi > /dev/tty",
                    "echo x > /dev/stderr", "head -c 16 /dev/urandom", "cat /proc/cpuinfo",
                    "echo done > /proc/self/fd/2", "kill 1234", "kill -1 1234", "kill -TERM %1",
                    "systemctl restart nginx", "systemctl status", "pkill -f 'python3 server.py'",
+                   "pkill -u bob node", "killall python3", "kill -9 01234",
                    "echo /dev/sda", "mkswap ./swapfile"]
 
 
