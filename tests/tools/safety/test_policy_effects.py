@@ -154,6 +154,11 @@ HIDDEN = {
     "positional-program": "sh -c '$1 -rf $2' _ rm ../outside",
     "gdb-command-after-the-program": "gdb ./a.out -batch -ex 'shell id'",
     "vim-command-after-the-file": "vim notes.txt -c ':!id'",
+    "awk-program-from-stdin": "awk -f /dev/stdin <<< 'BEGIN { system(\"id\") }'",
+    "awk-program-from-a-substitution": "awk -f <(echo 'BEGIN { system(\"id\") }')",
+    "sed-script-from-stdin-dash": "sed -f - f <<< '1e id'",
+    "sed-script-from-stdin-long": "sed --file=/dev/stdin f <<< '1e id'",
+    "python-timeit-module-code": "python3 -m timeit \"__import__('os').system('id')\"",
 }
 
 
@@ -316,7 +321,10 @@ def test_everyday_paths_stay_allowed(command: str) -> None:
 REALLY_RUNS = ["echo | xargs -en touch marker", "echo x | xargs -iI touch marker", "flock lock touch marker",
                "sh -c '\"$@\"' _ touch marker", "echo x | sed 's/.*/touch marker/e'",
                "awk 'BEGIN { system(\"touch marker\") }'", "/usr/bin/t?uch marker",
-               "bash /dev//stdin <<< 'touch marker'", "bash /dev/fd/3 3<<< 'touch marker'"]
+               "bash /dev//stdin <<< 'touch marker'", "bash /dev/fd/3 3<<< 'touch marker'",
+               "awk -f /dev/stdin <<< 'BEGIN { system(\"touch marker\") }'",
+               "echo x | sed -f - <(echo x) <<< '1e touch marker'",
+               "python3 -m timeit -n 1 -r 1 \"__import__('os').system('touch marker')\""]
 
 
 @pytest.mark.parametrize("command", REALLY_RUNS)
