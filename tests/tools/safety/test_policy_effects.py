@@ -241,6 +241,10 @@ MACHINE = {
                     "org.freedesktop.login1.Manager Reboot b false", "@stops-machine"),
     "loginctl-poweroff": ("loginctl poweroff", "@stops-machine"),
     "reboot-through-nsenter": ("nsenter -t 1 -a reboot", "reboot *"),
+    "reboot-through-setarch": ("setarch x86_64 reboot", "reboot *"),
+    "reboot-through-linux64": ("linux64 --addr-no-randomize reboot", "reboot *"),
+    "reboot-through-toybox": ("toybox reboot", "reboot *"),
+    "reboot-through-eatmydata": ("eatmydata reboot", "reboot *"),
 }
 
 
@@ -265,7 +269,8 @@ MACHINE_ALLOWED = ["lsblk /dev/sda", "cat /dev/sda | head -c 512 | xxd", "dd if=
                    "echo x > /dev/stderr", "head -c 16 /dev/urandom", "cat /proc/cpuinfo",
                    "echo done > /proc/self/fd/2", "kill 1234", "kill -1 1234", "kill -TERM %1",
                    "systemctl restart nginx", "systemctl status", "pkill -f 'python3 server.py'",
-                   "pkill -u bob node", "killall python3", "kill -9 01234",
+                   "pkill -u bob node", "killall python3", "kill -9 01234", "linux32 make",
+                   "unshare -rn make test", "unshare --help", "script -qc make log.txt",
                    "echo /dev/sda", "mkswap ./swapfile"]
 
 
@@ -324,7 +329,8 @@ REALLY_RUNS = ["echo | xargs -en touch marker", "echo x | xargs -iI touch marker
                "bash /dev//stdin <<< 'touch marker'", "bash /dev/fd/3 3<<< 'touch marker'",
                "awk -f /dev/stdin <<< 'BEGIN { system(\"touch marker\") }'",
                "echo x | sed -f - <(echo x) <<< '1e touch marker'",
-               "python3 -m timeit -n 1 -r 1 \"__import__('os').system('touch marker')\""]
+               "python3 -m timeit -n 1 -r 1 \"__import__('os').system('touch marker')\"",
+               "unshare <<< 'touch marker'", "i386 touch marker"]
 
 
 @pytest.mark.parametrize("command", REALLY_RUNS)
