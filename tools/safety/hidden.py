@@ -14,6 +14,8 @@ other wrappers are seen through):
 * `at`/`batch` scheduling the commands they read from stdin (`at now <<< reboot`);
 * a shell or `source` reading its program from a file descriptor other than stdin
   (`bash /dev/fd/3 3<<<'…'`);
+* a shell under `xargs` whose code comes from the text xargs reads (`xargs -0 sh -c`,
+  `xargs -I{} sh -c {}`, `xargs sh -c '"$@"' _`);
 * code a shell parses again whose program name is a variable (`eval "$X"`, `sh <<< "$X"`,
   `bash -c "$X"`): unknown like `echo "$X" | sh`.
 """
@@ -218,11 +220,32 @@ def _shell_reason(part: SimpleCommand, view: View) -> str:
         fd = fd_path(operand) if operand else None
         if fd is not None and fd != 0:
             return f"{name} reads its program from file descriptor {fd}"
+    if view.args_from_stdin and SHELLS.fullmatch(name) and _runs_xargs_input(words):
+        return f"{name} runs code from the text xargs reads"
     scripts = [inline_script(words), *(c if isinstance(c, str) else c.text for c in part.code)]
     for script in scripts:
         if script and ("$" in script or "`" in script) and _runs_a_variable(script):
             return f"{name} runs code whose program is a variable or a substitution's output"
     return ""
+
+
+def _runs_xargs_input(words: tuple[str, ...]) -> bool:
+    """`xargs -0 sh -c` (the input is the script), `xargs -I{} sh -c {}` (it is in the script),
+    `xargs sh -c '"$@"' _` (it is the command): code the line does not hold."""
+    call = shell_call(words)
+    if call.script is None:
+        return call.script_at >= 0 or call.operand is None  # `sh -c` with no script, or bare `sh`
+    if "{}" in call.script:
+        return True
+    try:
+        parts = split_command(call.script)
+    except ShellSyntaxError:
+        return True
+    # A program word that is no name may be xargs's replace string (`-I % sh -c %`) or `$@`.
+    return any(part.words and not _PLAIN_NAME.fullmatch(part.words[0]) for part in parts)
+
+
+_PLAIN_NAME = re.compile(r"[\w./+-]*[A-Za-z][\w./+-]*")
 
 
 def _runs_a_variable(script: str) -> bool:

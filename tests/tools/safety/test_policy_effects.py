@@ -159,6 +159,11 @@ HIDDEN = {
     "sed-script-from-stdin-dash": "sed -f - f <<< '1e id'",
     "sed-script-from-stdin-long": "sed --file=/dev/stdin f <<< '1e id'",
     "python-timeit-module-code": "python3 -m timeit \"__import__('os').system('id')\"",
+    "xargs-input-as-the-script": "printf 'id\\0' | xargs -0 sh -c",
+    "xargs-replace-string-as-the-script": "echo id | xargs -I{} sh -c {}",
+    "xargs-other-replace-string": "echo id | xargs -I % bash -c %",
+    "xargs-input-as-positional-command": "echo id | xargs sh -c '\"$@\"' _",
+    "xargs-input-spliced-into-code": "ls | xargs -I{} sh -c 'wc -l {}'",
 }
 
 
@@ -187,7 +192,8 @@ READABLE = ["python3 script.py -c config.ini", "python3 -m pytest -q -x", "node 
             "sed -n '1,5p' f", "sed -i 's/old/new/g' f", "sed -e 's/e/E/g' -e '/^#/d' f",
             "sed ':a;N;$!ba;s/\\n/ /g' f", "sed --sandbox 's/a/b/' f", "sed -f script.sed f",
             "[ -f x ] && echo yes", "bash -c 'echo $HOME'", "eval 'ls -la'",
-            "bash -c 'for f in *.txt; do wc -l \"$f\"; done'", "perl script.pl", "ruby app.rb"]
+            "bash -c 'for f in *.txt; do wc -l \"$f\"; done'", "perl script.pl", "ruby app.rb",
+            "ls | xargs sh -c 'for f; do wc -l \"$f\"; done' _", "ls | xargs -n1 sh -c 'echo $0'"]
 
 
 @pytest.mark.parametrize("command", READABLE)
@@ -330,7 +336,8 @@ REALLY_RUNS = ["echo | xargs -en touch marker", "echo x | xargs -iI touch marker
                "awk -f /dev/stdin <<< 'BEGIN { system(\"touch marker\") }'",
                "echo x | sed -f - <(echo x) <<< '1e touch marker'",
                "python3 -m timeit -n 1 -r 1 \"__import__('os').system('touch marker')\"",
-               "unshare <<< 'touch marker'", "i386 touch marker"]
+               "unshare <<< 'touch marker'", "i386 touch marker",
+               "echo 'touch marker' | xargs -I{} sh -c {}", "printf 'touch marker\\0' | xargs -0 sh -c"]
 
 
 @pytest.mark.parametrize("command", REALLY_RUNS)
