@@ -41,6 +41,9 @@ HIDDEN_BEFORE = {
     "prompt-code": ("PS4='$(rm -rf ~)'; set -x; true", "PS4"),
     "exported-prompt-code": ("export PS4='$(rm -rf ~)'; set -x; true", "PS4"),
     "bash-env-code": ("BASH_ENV=<(echo rm -rf ~) bash -c :", "BASH_ENV"),
+    # Review 29: a child bash defines `ls` from its environment; an interactive bash runs its rcfile.
+    "exported-function-in-env": ("env 'BASH_FUNC_ls%%=() { rm -rf ~; }' bash -c ls", "BASH_FUNC_ls"),
+    "rcfile-substitution": ("bash --rcfile <(echo 'rm -rf ~') -i <<< ''", "delete outside"),
     "prompt-expansion": ("x='$(rm -rf ~)'; echo ${x@P}", "@P"),
     "aliases-on": ("shopt -s expand_aliases\nalias ls='rm -rf ~'\nls", "expand_aliases"),
     "extglob-on": ("shopt -s extglob\necho $(echo @(a|b)); rm -rf ~)", "extglob"),
