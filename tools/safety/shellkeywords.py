@@ -3,7 +3,7 @@
 Like bash, a word is a keyword only where a command starts, before any assignment, redirection
 or quoted word: `if`, `!`, `time` and `{` there are grammar, while `x=1 time`, `>f !` and `'if'`
 name programs. `for`/`select`/`case` headers are no command (`for x in …`), except that a
-command starts after their `do` (`for x do cmd`, `for ((…)) do cmd`).
+command starts after their `do` or `{` (`for x do cmd`, `for ((…)) do cmd`, `for ((…)) { cmd; }`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def command_words(words: list[str], functions: set[str], keyword_words: int = -1
         pipeline_start = pipeline_start or word in KEYWORDS
         if ASSIGNMENT.match(word):
             limit = min(limit, index)
-        if word in ("for", "select") and "do" in words[index + 1 : index + 3]:
-            index = words.index("do", index + 1) + 1  # `for x do cmd`, `for ((…)) do cmd`
+        body = next((w for w in words[index + 1 : index + 3] if w in ("do", "{")), None)
+        if word in ("for", "select") and body is not None:
+            # `for x do cmd`, `for ((…)) do cmd`, and bash's `for ((…)) { cmd; }`, `for x { cmd; }`
+            index = words.index(body, index + 1) + 1
         elif word in _HEADERS:
             return []
         elif word == "function":

@@ -331,8 +331,10 @@ class _Parser(WordReader):
             self.expect_pattern = True
         elif word == "esac" and stage.leading_keywords:
             self.open_cases = max(self.open_cases - 1, 0)
-        # `for x do …` and `for ((…)) do …`: a command starts after `do`.
-        stage.leading_keywords = not stage.quoted and (word == "do" or (
+        # `for x do …`, `for ((…)) do …` and `for ((…)) { …; }`: a command starts after `do`, and
+        # after the `{` of a `for`/`select` header.
+        opens_body = word == "{" and stage.words[:1] in (["for"], ["select"])
+        stage.leading_keywords = not stage.quoted and (word == "do" or opens_body or (
             stage.leading_keywords and (word in KEYWORDS or word == "for")))
 
     def _end_stage(

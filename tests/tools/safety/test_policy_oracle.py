@@ -37,6 +37,7 @@ REVIEW_SHAPES = [
     "cat <<E\n$(case x in x) echo a;; esac; id; echo b)\nE",
     "echo $(cat <<EOF\nEOF)\nid\nEOF\n)",
     "for ((i=0;i<1;i++)) do id; done",
+    "for ((;;)) { id; break; }",
     "for x do id; done",
     "! ((0)) && id",
     "echo ${x:-}; id",
