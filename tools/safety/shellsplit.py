@@ -322,6 +322,13 @@ class _Parser(WordReader):
     def _check_word(self, stage: _Stage, word: str) -> None:
         """Refuse what this reader does not follow; note whether a command may start next."""
         refuse_word(stage.words, word)
+        if stage.test_closed:
+            # bash ends a `[[ … ]]` command at its `]]`: `if [[ x ]] then rm …; fi` runs `rm`.
+            raise TooComplexError(f"a word after the ]] of [[ … ]] ({word})")
+        if not stage.quoted and word == "[[" and stage.leading_keywords:
+            stage.test_open = True
+        elif not stage.quoted and word == "]]" and stage.test_open:
+            stage.test_closed = True
         if stage.leading_keywords and word == "case":
             if self.in_substitution:
                 raise TooComplexError("case inside a command substitution")

@@ -38,6 +38,7 @@ REVIEW_SHAPES = [
     "echo $(cat <<EOF\nEOF)\nid\nEOF\n)",
     "for ((i=0;i<1;i++)) do id; done",
     "for ((;;)) { id; break; }",
+    "if [[ x ]] then id; fi",
     "for x do id; done",
     "! ((0)) && id",
     "echo ${x:-}; id",
