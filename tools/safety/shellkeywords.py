@@ -32,7 +32,8 @@ def command_words(words: list[str], functions: set[str], keyword_words: int = -1
             break
         if word in ("time", "!") and not pipeline_start:
             break
-        pipeline_start = pipeline_start or word in KEYWORDS
+        # `coproc` runs one command, not a pipeline: `coproc time -f x rm` runs /usr/bin/time.
+        pipeline_start = (pipeline_start or word in KEYWORDS) and word != "coproc"
         if ASSIGNMENT.match(word):
             limit = min(limit, index)
         body = next((w for w in words[index + 1 : index + 3] if w in ("do", "{")), None)
@@ -46,6 +47,7 @@ def command_words(words: list[str], functions: set[str], keyword_words: int = -1
             index += 2
         elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
             index += 3  # `coproc NAME { …; }`
+            pipeline_start = True
         elif word in KEYWORDS or ASSIGNMENT.match(word) or (after_time and word in ("-p", "--")):
             after_time = word == "time" or (after_time and word in ("-p", "--"))
             index += 1

@@ -38,6 +38,7 @@ HIDDEN_BEFORE = {
     "arithmetic-for-do": ("for ((i=0;i<1;i++)) do rm -rf ~; done", "delete outside"),
     "arithmetic-for-brace": ("for ((i=0;i<1;i++)) { rm -rf ~; }", "delete outside"),
     "word-after-test-command": ("if [[ x ]] then rm -rf ~; fi", "a word after the ]]"),
+    "coproc-runs-the-time-program": ("coproc time -f x rm -rf ~", "delete outside"),
     "for-without-in-do": ("for x do rm -rf ~; done", "delete outside"),
     "select-without-in-do": ("select x do rm -rf ~; done", "delete outside"),
     "prompt-code": ("PS4='$(rm -rf ~)'; set -x; true", "PS4"),

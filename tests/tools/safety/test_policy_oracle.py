@@ -39,6 +39,7 @@ REVIEW_SHAPES = [
     "for ((i=0;i<1;i++)) do id; done",
     "for ((;;)) { id; break; }",
     "if [[ x ]] then id; fi",
+    "coproc time -f x id; wait",
     "for x do id; done",
     "! ((0)) && id",
     "echo ${x:-}; id",
