@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass
 
 from bashgraph.tools.safety.sedscript import runs_commands
+from bashgraph.tools.safety.shellerrors import TooComplexError
 from bashgraph.tools.safety.shellparts import SimpleCommand
-from bashgraph.tools.safety.shellsplit import ShellSyntaxError, split_command
+from bashgraph.tools.safety.shellsplit import ShellSyntaxError, own_parts, split_command
 from bashgraph.tools.safety.wrappers import SHELLS, View, fd_path, inline_script, shell_call
 
 
@@ -238,8 +239,8 @@ def _runs_xargs_input(words: tuple[str, ...]) -> bool:
     if "{}" in call.script:
         return True
     try:
-        parts = split_command(call.script)
-    except ShellSyntaxError:
+        parts = own_parts(call.script)  # the line's reading parses the scripts it hands on
+    except (ShellSyntaxError, TooComplexError):
         return True
     # A program word that is no name may be xargs's replace string (`-I % sh -c %`) or `$@`.
     return any(part.words and not _PLAIN_NAME.fullmatch(part.words[0]) for part in parts)

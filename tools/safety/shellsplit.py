@@ -73,6 +73,11 @@ class _Found:
     evaluates: bool = False  # a construct that evaluates a variable's text as code
 
 
+def own_parts(script: str) -> list[SimpleCommand]:
+    """The simple commands of `script` itself, not of the scripts it hands to shells (one pass)."""
+    return _Parser(script).parse_list(closing=False)
+
+
 def parse_line(command: str) -> Line:
     """`split_command`, plus the functions the line defines (`f() { … }`, `function f`)."""
     found = _Found()
