@@ -7,11 +7,15 @@ other wrappers are seen through):
 * an interpreter given its program on the command line: `python3 -c`, `perl -e`, `node -e`,
   `ruby -e`, `php -r`, … — as hidden as `| python3`;
 * `awk` whose program runs commands (`system(…)`, a pipe `|`, `@load`, `-l`) and `sed` whose
-  script does (`e`, `s///e`, or a script `sedscript` cannot read);
+  script does (`e`, `s///e`, or a script `sedscript` cannot read), or whose program file is
+  text the line feeds it (`awk -f /dev/stdin <<<…`, `sed -f - f`, `awk -f <(…)`);
+* `python3 -m timeit CODE`;
 * a program name bash expands as a pattern (`/???/r?`, `/bin/r*`);
 * `at`/`batch` scheduling the commands they read from stdin (`at now <<< reboot`);
 * a shell or `source` reading its program from a file descriptor other than stdin
   (`bash /dev/fd/3 3<<<'…'`);
+* a shell under `xargs` whose code comes from the text xargs reads (`xargs -0 sh -c`,
+  `xargs -I{} sh -c {}`, `xargs sh -c '"$@"' _`);
 * code a shell parses again whose program name is a variable (`eval "$X"`, `sh <<< "$X"`,
   `bash -c "$X"`): unknown like `echo "$X" | sh`.
 """
@@ -22,8 +26,9 @@ import re
 from dataclasses import dataclass
 
 from bashgraph.tools.safety.sedscript import runs_commands
+from bashgraph.tools.safety.shellerrors import TooComplexError
 from bashgraph.tools.safety.shellparts import SimpleCommand
-from bashgraph.tools.safety.shellsplit import ShellSyntaxError, split_command
+from bashgraph.tools.safety.shellsplit import ShellSyntaxError, own_parts, split_command
 from bashgraph.tools.safety.wrappers import SHELLS, View, fd_path, inline_script, shell_call
 
 
@@ -72,6 +77,8 @@ def hidden_reason(part: SimpleCommand, view: View) -> str:
     for pattern, spec in _INTERPRETERS:
         if pattern.fullmatch(name) and _has_inline_code(words, spec):
             return f"{name} runs program text given on its command line"
+    if _PYTHON.fullmatch(name) and _runs_code_module(words):
+        return f"{name} runs program text given on its command line (to a module that runs it)"
     if _AWK.fullmatch(name) and _awk_runs_commands(words):
         return f"{name} runs commands from its program"
     if _SED.fullmatch(name) and _sed_runs_commands(words):
@@ -106,6 +113,22 @@ def _has_inline_code(words: tuple[str, ...], spec: _Inline) -> bool:
     return False
 
 
+#: Python modules that run code from their arguments or stdin (`python3 -m timeit 'CODE'`).
+_CODE_MODULES = frozenset({"timeit", "code"})
+_PYTHON = re.compile(r"python[0-9.]*|pypy[0-9.]*")
+
+
+def _runs_code_module(words: tuple[str, ...]) -> bool:
+    """`python3 -m timeit CODE` (also `-mtimeit`, after other options)."""
+    for index, word in enumerate(words[1:], start=1):
+        if not word.startswith("-") or word in ("-", "--"):
+            return False
+        if word.startswith("-m"):
+            module = word[2:] or (words[index + 1] if index + 1 < len(words) else "")
+            return module in _CODE_MODULES
+    return False
+
+
 def _awk_runs_commands(words: tuple[str, ...]) -> bool:
     """awk's program (`-e`/`--source` texts, else the first operand) runs a command."""
     programs: list[str] = []
@@ -127,6 +150,8 @@ def _awk_runs_commands(words: tuple[str, ...]) -> bool:
                 index += 0 if eq else 1
                 programs += [value] if name == "--source" else []
                 has_file = has_file or name in ("--file", "--exec")
+                if name in ("--file", "--include", "--exec") and _text_file(value):
+                    return True
             continue
         letter, glued = word[1:2], word[2:]
         if letter == "l":
@@ -136,6 +161,8 @@ def _awk_runs_commands(words: tuple[str, ...]) -> bool:
             index += 0 if glued else 1
             programs += [value] if letter == "e" else []
             has_file = has_file or letter in "fE"
+            if letter in "fEi" and _text_file(value):
+                return True
     if not programs and not has_file and index < len(words):
         programs.append(words[index])
     return any(_AWK_RUNS.search(program) for program in programs)
@@ -144,7 +171,7 @@ def _awk_runs_commands(words: tuple[str, ...]) -> bool:
 def _sed_runs_commands(words: tuple[str, ...]) -> bool:
     """sed's script (`-e`/`--expression` texts, else the first operand) runs a command."""
     scripts: list[str] = []
-    has_file, sandbox, operands = False, False, []
+    has_file, sandbox, unread, operands = False, False, False, []
     index = 1
     while index < len(words):
         word, following = words[index], words[index + 1 : index + 2]
@@ -160,6 +187,7 @@ def _sed_runs_commands(words: tuple[str, ...]) -> bool:
                 index += 0 if eq else 1
                 scripts += [value] if name == "--expression" else []
                 has_file = has_file or name == "--file"
+                unread = unread or (name == "--file" and _text_file(value))
             continue
         for offset, letter in enumerate(word[1:], start=1):
             if letter in "efl":
@@ -167,12 +195,19 @@ def _sed_runs_commands(words: tuple[str, ...]) -> bool:
                 index += 0 if word[offset + 1 :] else 1
                 scripts += [value] if letter == "e" else []
                 has_file = has_file or letter == "f"
+                unread = unread or (letter == "f" and _text_file(value))
                 break
             if letter == "i":
                 break  # `-i[SUFFIX]`
     if not scripts and not has_file and operands:
         scripts.append(operands[0])
-    return not sandbox and runs_commands("\n".join(scripts))
+    return not sandbox and (unread or runs_commands("\n".join(scripts)))
+
+
+def _text_file(path: str) -> bool:
+    """True when a program file is text the line feeds it: stdin (`-`, `/dev/stdin`), another
+    descriptor (`/dev/fd/3`) or a substitution (`<(echo …)`), as `python3 -` reads it."""
+    return path == "-" or path.startswith("<(") or fd_path(path) is not None
 
 
 def _shell_reason(part: SimpleCommand, view: View) -> str:
@@ -186,11 +221,32 @@ def _shell_reason(part: SimpleCommand, view: View) -> str:
         fd = fd_path(operand) if operand else None
         if fd is not None and fd != 0:
             return f"{name} reads its program from file descriptor {fd}"
+    if view.args_from_stdin and SHELLS.fullmatch(name) and _runs_xargs_input(words):
+        return f"{name} runs code from the text xargs reads"
     scripts = [inline_script(words), *(c if isinstance(c, str) else c.text for c in part.code)]
     for script in scripts:
         if script and ("$" in script or "`" in script) and _runs_a_variable(script):
             return f"{name} runs code whose program is a variable or a substitution's output"
     return ""
+
+
+def _runs_xargs_input(words: tuple[str, ...]) -> bool:
+    """`xargs -0 sh -c` (the input is the script), `xargs -I{} sh -c {}` (it is in the script),
+    `xargs sh -c '"$@"' _` (it is the command): code the line does not hold."""
+    call = shell_call(words)
+    if call.script is None:
+        return call.script_at >= 0 or call.operand is None  # `sh -c` with no script, or bare `sh`
+    if "{}" in call.script:
+        return True
+    try:
+        parts = own_parts(call.script)  # the line's reading parses the scripts it hands on
+    except (ShellSyntaxError, TooComplexError):
+        return True
+    # A program word that is no name may be xargs's replace string (`-I % sh -c %`) or `$@`.
+    return any(part.words and not _PLAIN_NAME.fullmatch(part.words[0]) for part in parts)
+
+
+_PLAIN_NAME = re.compile(r"[\w./+-]*[A-Za-z][\w./+-]*")
 
 
 def _runs_a_variable(script: str) -> bool:

@@ -35,8 +35,8 @@ _POWER_WORDS = ("reboot", "poweroff", "halt", "kexec", "soft-reboot", "emergency
                 "ctrl-alt-del", "shutdown", "exit", "final", "switch-root", "isolate", "default",
                 "system-update", "initrd-switch-root")
 #: A systemctl/loginctl verb or unit that stops, restarts, suspends or isolates the machine.
-_POWER_UNIT = re.compile(rf"(?:{'|'.join(map(re.escape, _POWER_WORDS))}|init)(?:\.target|\.scope)?",
-                         re.IGNORECASE)
+_POWER_UNIT = re.compile(rf"(?:systemd-)?(?:{'|'.join(map(re.escape, _POWER_WORDS))}|init)"
+                         r"(?:\.target|\.scope|\.service)?", re.IGNORECASE)
 _UNIT_VERBS = frozenset({"start", "restart", "try-restart", "reload-or-restart", "enqueue",
                          "try-reload-or-restart", "enable", "kill", "stop"})
 _DBUS_POWER = re.compile(r"reboot|poweroff|halt|kexec|suspend|hibernate", re.IGNORECASE)
@@ -82,10 +82,54 @@ def stops_machine(words: tuple[str, ...], write_targets: list[str]) -> bool:
     if name in ("busctl", "dbus-send", "gdbus", "qdbus"):
         return any(_DBUS_POWER.search(w) for w in args)
     if name == "kill":
-        return bool({"1", "-1"} & set(_kill_targets(args)))
-    if name in ("pkill", "killall"):
-        return any(_INIT_NAMES.fullmatch(w) for w in operands)
+        return any(_PID.fullmatch(w) and int(w) in (1, -1) for w in _kill_targets(args))
+    if name == "pkill":
+        return _pkill_may_match_init(args)
+    if name == "killall":
+        if any(w in ("-r", "--regexp") or re.fullmatch(r"-[a-zA-Z]*r[a-zA-Z]*", w) for w in args):
+            return _pkill_may_match_init(args)  # `-r`: searched, like pkill
+        return any(_INIT_NAMES.fullmatch(w) for w in operands) or not operands
     return False
+
+
+def _pkill_may_match_init(args: tuple[str, ...]) -> bool:
+    """pkill's pattern is a regular expression searched in each process's name (with `-f`, its
+    command line): `pkill .` and `pkill stemd` kill systemd too, and so does `pkill -u root`,
+    which selects by user alone. A pattern with more than literal text and `.` is not tried."""
+    patterns: list[str] = []
+    full, exact, index = False, False, 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            patterns += args[index:]
+            break
+        if not word.startswith("-") or word == "-":
+            patterns.append(word)
+        elif not word.startswith("--") and word[1:2] in _PKILL_VALUED and not word[2:]:
+            index += 1  # `-u root`: the next word is the option's value
+        else:
+            full = full or word in ("--full",) or (word[1:2] != "-" and "f" in word[1:] and
+                                                   word[1:2] not in _PKILL_VALUED)
+            exact = exact or word in ("--exact",) or (word[1:2] != "-" and "x" in word[1:])
+    if not patterns:
+        return True
+    targets = _INIT_COMMAND_LINES if full else ("init", "systemd")
+    for pattern in patterns:
+        if _LITERAL_PATTERN.fullmatch(pattern) is None:
+            return True
+        compiled = re.compile(pattern, re.IGNORECASE)  # only literals and `.`: linear to try
+        if any((compiled.fullmatch if exact else compiled.search)(t) for t in targets):
+            return True
+    return False
+
+
+_PID = re.compile(r"[+-]?[0-9]+")
+#: pkill options that take the next word: -g -G -P -s -t -u -U -F, --signal.
+_PKILL_VALUED = "gGPstuUF"
+_INIT_COMMAND_LINES = ("/sbin/init", "/lib/systemd/systemd --system --deserialize 20",
+                       "/usr/lib/systemd/systemd --switched-root --system", "/init")
+_LITERAL_PATTERN = re.compile(r"[\w./ :=,@%+-]*")
 
 
 def _systemctl_stops(operands: list[str]) -> bool:

@@ -10,6 +10,7 @@ hidden code, as is any program text fed to an interpreter other than a shell.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 from bashgraph.tools.safety.shellparts import FileInput, HereDoc, SimpleCommand, Stage, Sub
@@ -87,10 +88,16 @@ def code_words(words: tuple[str, ...]) -> frozenset[str]:
         return frozenset(words[1:2])
     if SHELLS.fullmatch(name):
         call = shell_call(words)
-        return frozenset(w for w in (call.script, call.operand) if w is not None)
+        return frozenset(w for w in (call.script, call.operand, *_startup_files(words)) if w is not None)
     if INTERPRETERS.fullmatch(name):
         return frozenset(w for w in words[1:] if w.startswith("<("))
     return frozenset()
+
+
+def _startup_files(words: tuple[str, ...]) -> list[str]:
+    """The files an interactive bash runs first: `bash --rcfile <(echo …) -i`, `--init-file`."""
+    return [following for word, following in itertools.pairwise(words)
+            if word in ("--rcfile", "--init-file")]
 
 
 def output_of(stage: Stage | None) -> str | HereDoc | None:

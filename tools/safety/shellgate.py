@@ -18,8 +18,10 @@ from bashgraph.tools.safety.shellkeywords import KEYWORDS
 from bashgraph.tools.safety.wrappers import ASSIGNMENT, SHELLS, View
 
 #: Variables whose value bash runs as code or reads options from (`PS4='$(…)'` with `set -x`,
-#: `BASHOPTS=expand_aliases bash -c …`).
-_CODE_VARIABLES = re.compile(r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|BASHOPTS|SHELLOPTS)\+?=")
+#: `BASHOPTS=expand_aliases bash -c …`), and the exported functions a child bash defines from
+#: its environment (`env 'BASH_FUNC_ls%%=() { …; }' bash -c ls` runs the body as `ls`).
+_CODE_VARIABLES = re.compile(r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|BASHOPTS|SHELLOPTS"
+                             r"|BASH_FUNC_[^=]*)\+?=")
 #: Options that change how bash reads the lines after them.
 _PARSE_OPTIONS = frozenset({"expand_aliases", "extglob"})
 #: Where bash evaluates a variable's text as code: arithmetic and array subscripts, `[ -v`,

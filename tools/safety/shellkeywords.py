@@ -3,7 +3,7 @@
 Like bash, a word is a keyword only where a command starts, before any assignment, redirection
 or quoted word: `if`, `!`, `time` and `{` there are grammar, while `x=1 time`, `>f !` and `'if'`
 name programs. `for`/`select`/`case` headers are no command (`for x in …`), except that a
-command starts after their `do` (`for x do cmd`, `for ((…)) do cmd`).
+command starts after their `do` or `{` (`for x do cmd`, `for ((…)) do cmd`, `for ((…)) { cmd; }`).
 """
 
 from __future__ import annotations
@@ -32,11 +32,14 @@ def command_words(words: list[str], functions: set[str], keyword_words: int = -1
             break
         if word in ("time", "!") and not pipeline_start:
             break
-        pipeline_start = pipeline_start or word in KEYWORDS
+        # `coproc` runs one command, not a pipeline: `coproc time -f x rm` runs /usr/bin/time.
+        pipeline_start = (pipeline_start or word in KEYWORDS) and word != "coproc"
         if ASSIGNMENT.match(word):
             limit = min(limit, index)
-        if word in ("for", "select") and "do" in words[index + 1 : index + 3]:
-            index = words.index("do", index + 1) + 1  # `for x do cmd`, `for ((…)) do cmd`
+        body = next((w for w in words[index + 1 : index + 3] if w in ("do", "{")), None)
+        if word in ("for", "select") and body is not None:
+            # `for x do cmd`, `for ((…)) do cmd`, and bash's `for ((…)) { cmd; }`, `for x { cmd; }`
+            index = words.index(body, index + 1) + 1
         elif word in _HEADERS:
             return []
         elif word == "function":
@@ -44,6 +47,7 @@ def command_words(words: list[str], functions: set[str], keyword_words: int = -1
             index += 2
         elif word == "coproc" and words[index + 2 : index + 3] == ["{"]:
             index += 3  # `coproc NAME { …; }`
+            pipeline_start = True
         elif word in KEYWORDS or ASSIGNMENT.match(word) or (after_time and word in ("-p", "--")):
             after_time = word == "time" or (after_time and word in ("-p", "--"))
             index += 1

@@ -96,6 +96,8 @@ class Stage:
     # True while every word so far is a keyword (`!`, `if`, `for`…): a `((` here is arithmetic.
     leading_keywords: bool = True
     case_at: int = -1  # where `case` is among the words, when it starts this command
+    test_open: bool = False  # a `[[ … ]]` starts this command (`if [[` too)
+    test_closed: bool = False  # and has ended at its `]]`
     # How many leading words may be keywords: those before the first quoted word (`'if'` is a
     # program) or redirection (`>x !` runs `!`); -1 while there is neither.
     keyword_words: int = -1

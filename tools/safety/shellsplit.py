@@ -73,6 +73,11 @@ class _Found:
     evaluates: bool = False  # a construct that evaluates a variable's text as code
 
 
+def own_parts(script: str) -> list[SimpleCommand]:
+    """The simple commands of `script` itself, not of the scripts it hands to shells (one pass)."""
+    return _Parser(script).parse_list(closing=False)
+
+
 def parse_line(command: str) -> Line:
     """`split_command`, plus the functions the line defines (`f() { … }`, `function f`)."""
     found = _Found()
@@ -322,6 +327,13 @@ class _Parser(WordReader):
     def _check_word(self, stage: _Stage, word: str) -> None:
         """Refuse what this reader does not follow; note whether a command may start next."""
         refuse_word(stage.words, word)
+        if stage.test_closed:
+            # bash ends a `[[ … ]]` command at its `]]`: `if [[ x ]] then rm …; fi` runs `rm`.
+            raise TooComplexError(f"a word after the ]] of [[ … ]] ({word})")
+        if not stage.quoted and word == "[[" and stage.leading_keywords:
+            stage.test_open = True
+        elif not stage.quoted and word == "]]" and stage.test_open:
+            stage.test_closed = True
         if stage.leading_keywords and word == "case":
             if self.in_substitution:
                 raise TooComplexError("case inside a command substitution")
@@ -331,8 +343,10 @@ class _Parser(WordReader):
             self.expect_pattern = True
         elif word == "esac" and stage.leading_keywords:
             self.open_cases = max(self.open_cases - 1, 0)
-        # `for x do …` and `for ((…)) do …`: a command starts after `do`.
-        stage.leading_keywords = not stage.quoted and (word == "do" or (
+        # `for x do …`, `for ((…)) do …` and `for ((…)) { …; }`: a command starts after `do`, and
+        # after the `{` of a `for`/`select` header.
+        opens_body = word == "{" and stage.words[:1] in (["for"], ["select"])
+        stage.leading_keywords = not stage.quoted and (word == "do" or opens_body or (
             stage.leading_keywords and (word in KEYWORDS or word == "for")))
 
     def _end_stage(

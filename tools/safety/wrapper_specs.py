@@ -7,6 +7,9 @@ runs `rm` with the end-of-file string `n`). A long option takes `=value` or the 
 is a flag (which includes long options whose value is optional: `--replace[=R]`). An option
 not listed here is not guessed: `wrappers` then looks at every later word as a possible
 command.
+
+Given no command, `unshare`, `nsenter`, `chroot`, `setarch` and `script` run a shell that reads
+its program from stdin (`SHELL_WHEN_BARE`).
 """
 
 from __future__ import annotations
@@ -131,10 +134,27 @@ WRAPPERS: dict[str, Spec] = {
                                "--session-command", "--whitelist-environment"),
                     ("--login", "--preserve-environment", "--fast", "--pty", *_HELP),
                     short_flags="lmpfP"),
+    "toybox": Spec(),
+    "eatmydata": Spec(),
     "fakeroot": Spec("lisb", ("--lib", "--faked"), ("--unknown-is-real", *_HELP), short_flags="uv"),
+    # `setarch [ARCH] [options] [program…]` (`wrappers` drops ARCH); `linux64` & co. are setarch.
+    **dict.fromkeys(("setarch", "linux32", "linux64", "i386", "i486", "i586", "i686", "x86_64",
+                     "uname26", "aarch64", "armv7l", "armv8l", "ppc", "ppc32", "ppc64", "s390",
+                     "s390x"),
+                    Spec("", (), ("--32bit", "--fdpic-funcptrs", "--short-inode",
+                                  "--addr-compat-layout", "--addr-no-randomize", "--whole-seconds",
+                                  "--sticky-timeouts", "--read-implies-exec", "--mmap-page-zero",
+                                  "--3gb", "--4gb", "--uname-2.6", "--verbose", *_HELP),
+                         short_flags="BFILRSTXZ3vh", no_command="V", no_command_long=("--list",))),
     # Without -x, watch joins its words and hands them to `sh -c` (`wrappers.inline_script`).
     "watch": Spec("nq", ("--interval", "--equexit"),
                   ("--beep", "--color", "--differences", "--errexit", "--chgexit", "--precise",
                    "--no-title", "--no-wrap", "--exec", *_HELP),
                   short_flags="bcegptwx", short_optional="d"),
 }
+
+#: Wrappers that, given no command, start a shell (`$SHELL`, else `/bin/sh`) reading stdin:
+#: `unshare <<< 'rm -rf ~'` runs the here-string. `script` without `-c` does too.
+SHELL_WHEN_BARE = frozenset({"unshare", "nsenter", "chroot", "script", "setarch", "linux32",
+                             "linux64", "i386", "i486", "i586", "i686", "x86_64", "uname26",
+                             "aarch64", "armv7l", "armv8l", "ppc", "ppc32", "ppc64", "s390", "s390x"})

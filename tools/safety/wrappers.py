@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from bashgraph.tools.safety.find_command import find_exec_commands
 from bashgraph.tools.safety.shellerrors import TooComplexError
-from bashgraph.tools.safety.wrapper_specs import WRAPPERS, Spec
+from bashgraph.tools.safety.wrapper_specs import SHELL_WHEN_BARE, WRAPPERS, Spec
 
 #: Programs that run program text read from stdin when given no script operand.
 INTERPRETERS = re.compile(r"(?:ba|da|z|k|mk|a|fi|bu|lk|r?yash)?sh|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*"
@@ -75,7 +75,8 @@ def views(words: tuple[str, ...], args_from_stdin: bool = False) -> list[View]:
     """
     if not words:
         return []
-    if words[0] not in WRAPPERS and words[0] != "find" and not _runs_positional(words):
+    if (words[0] not in WRAPPERS and words[0] not in SHELL_WHEN_BARE and words[0] != "find"
+            and not _runs_positional(words)):
         return [View(words, args_from_stdin)]  # the usual case, quickly
     found: list[View] = []
     pending = [View(words, args_from_stdin)]
@@ -187,9 +188,13 @@ def _wrapped_words(words: tuple[str, ...]) -> list[tuple[str, ...]]:
     """`_wrapped_commands`, the program word as written."""
     if _runs_positional(words):
         return [words[_positional_start(words) :]]
+    if words[0] == "script":  # not a wrapper: `-c CODE` is `inline_script`, else a shell
+        return [] if _command_option(words, _COMMAND_OPTION["script"]) is not None else [_BARE_SHELL]
     spec = WRAPPERS.get(words[0])
     if spec is None:
         return []
+    if words[0] == "setarch" and len(words) > 1 and not words[1].startswith("-"):
+        words = (words[0], *words[2:])  # the architecture
     index = 1
     split: tuple[str, ...] = ()
     while index < len(words):
@@ -203,16 +208,24 @@ def _wrapped_words(words: tuple[str, ...]) -> list[tuple[str, ...]]:
         if not word.startswith("-") or len(word) == 1:
             break
         read = _read_option(words, index, spec)
-        if read is None:
-            return _every_later_command(words, index + 1)
+        if read is None:  # the unknown option may take the last word, leaving no command
+            bare = [_BARE_SHELL] if words[0] in SHELL_WHEN_BARE else []
+            return [*_every_later_command(words, index + 1), *bare]
         if read.no_command:
             return []
         split = read.split or split
         index += read.consumed
     rest = (*split, *words[index + spec.operands :])
+    if not rest and words[0] in SHELL_WHEN_BARE and not set(words[1:]) & set(_HELP_WORDS):
+        return [_BARE_SHELL]  # `unshare -r`, `chroot /`: $SHELL reads its program from stdin
     if words[0] == "flock" and rest[:1] in (("-c",), ("--command",)):
         return []  # `flock FILE -c CODE`: shell code (`inline_script`)
     return [rest]
+
+
+#: The shell a wrapper given no command starts (read as one that reads stdin).
+_BARE_SHELL = ("sh",)
+_HELP_WORDS = ("--help", "--version", "-h", "-V")
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,16 @@ ASKED = {
     "cp-target-abbreviated": "cp --target=/etc evil",
     "xargs-beside-a-literal-target": f"echo ../outside | xargs {OUTSIDE.replace('../outside', 'build')}",
     "xargs-replace-string": "echo ../outside | xargs -I{} rm -rf {}",
+    # Review 29: given no command, these start $SHELL, which reads the here-string or the pipe.
+    "unshare-without-a-command": f"unshare <<< '{OUTSIDE}'",
+    "unshare-fed-by-a-pipe": f"echo '{OUTSIDE}' | unshare -r",
+    "chroot-without-a-command": f"chroot / <<< '{OUTSIDE}'",
+    "setarch-without-a-command": f"setarch x86_64 <<< '{OUTSIDE}'",
+    "linux64-without-a-command": f"linux64 -R <<< '{OUTSIDE}'",
+    "script-without-c": f"script -q /dev/null <<< '{OUTSIDE}'",
+    # setarch and its other names run their command like `nice` does.
+    "setarch-wraps": f"setarch x86_64 -R {OUTSIDE}",
+    "i386-wraps": f"i386 {OUTSIDE}",
 }
 
 

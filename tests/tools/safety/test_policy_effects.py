@@ -154,6 +154,16 @@ HIDDEN = {
     "positional-program": "sh -c '$1 -rf $2' _ rm ../outside",
     "gdb-command-after-the-program": "gdb ./a.out -batch -ex 'shell id'",
     "vim-command-after-the-file": "vim notes.txt -c ':!id'",
+    "awk-program-from-stdin": "awk -f /dev/stdin <<< 'BEGIN { system(\"id\") }'",
+    "awk-program-from-a-substitution": "awk -f <(echo 'BEGIN { system(\"id\") }')",
+    "sed-script-from-stdin-dash": "sed -f - f <<< '1e id'",
+    "sed-script-from-stdin-long": "sed --file=/dev/stdin f <<< '1e id'",
+    "python-timeit-module-code": "python3 -m timeit \"__import__('os').system('id')\"",
+    "xargs-input-as-the-script": "printf 'id\\0' | xargs -0 sh -c",
+    "xargs-replace-string-as-the-script": "echo id | xargs -I{} sh -c {}",
+    "xargs-other-replace-string": "echo id | xargs -I % bash -c %",
+    "xargs-input-as-positional-command": "echo id | xargs sh -c '\"$@\"' _",
+    "xargs-input-spliced-into-code": "ls | xargs -I{} sh -c 'wc -l {}'",
 }
 
 
@@ -182,7 +192,8 @@ READABLE = ["python3 script.py -c config.ini", "python3 -m pytest -q -x", "node 
             "sed -n '1,5p' f", "sed -i 's/old/new/g' f", "sed -e 's/e/E/g' -e '/^#/d' f",
             "sed ':a;N;$!ba;s/\\n/ /g' f", "sed --sandbox 's/a/b/' f", "sed -f script.sed f",
             "[ -f x ] && echo yes", "bash -c 'echo $HOME'", "eval 'ls -la'",
-            "bash -c 'for f in *.txt; do wc -l \"$f\"; done'", "perl script.pl", "ruby app.rb"]
+            "bash -c 'for f in *.txt; do wc -l \"$f\"; done'", "perl script.pl", "ruby app.rb",
+            "ls | xargs sh -c 'for f; do wc -l \"$f\"; done' _", "ls | xargs -n1 sh -c 'echo $0'"]
 
 
 @pytest.mark.parametrize("command", READABLE)
@@ -220,6 +231,15 @@ MACHINE = {
     "kill-init-named-signal": ("kill -s KILL 1", "@stops-machine"),
     "killall5": ("killall5 -9", "@stops-machine"),
     "pkill-systemd": ("pkill -9 -x systemd", "@stops-machine"),
+    "kill-init-leading-zero": ("kill -15 01", "@stops-machine"),
+    "kill-everything-leading-zero": ("kill -9 -01", "@stops-machine"),
+    "kill-everything-after-dashes": ("kill -9 -- -01", "@stops-machine"),
+    "pkill-any-name": ("pkill .", "@stops-machine"),
+    "pkill-full-regex": ("pkill -9 -f 'sys.*'", "@stops-machine"),
+    "pkill-substring-of-systemd": ("pkill -9 stemd", "@stops-machine"),
+    "pkill-by-user-only": ("pkill -9 -u root", "@stops-machine"),
+    "killall-regex": ("killall -r .", "@stops-machine"),
+    "systemctl-reboot-service": ("systemctl start systemd-reboot.service", "@stops-machine"),
     "kexec": ("kexec -e", "@stops-machine"),
     "rtcwake-off": ("rtcwake -m off -s 60", "@stops-machine"),
     "pm-suspend": ("pm-suspend", "@stops-machine"),
@@ -227,6 +247,10 @@ MACHINE = {
                     "org.freedesktop.login1.Manager Reboot b false", "@stops-machine"),
     "loginctl-poweroff": ("loginctl poweroff", "@stops-machine"),
     "reboot-through-nsenter": ("nsenter -t 1 -a reboot", "reboot *"),
+    "reboot-through-setarch": ("setarch x86_64 reboot", "reboot *"),
+    "reboot-through-linux64": ("linux64 --addr-no-randomize reboot", "reboot *"),
+    "reboot-through-toybox": ("toybox reboot", "reboot *"),
+    "reboot-through-eatmydata": ("eatmydata reboot", "reboot *"),
 }
 
 
@@ -238,12 +262,21 @@ def test_effects_on_the_machine_are_asked_whatever_the_program(command: str, pat
     assert decision.rule.pattern == pattern, decision
 
 
+def test_a_pid_with_leading_zeros_is_that_pid() -> None:
+    """Why `kill -9 -01` is asked: bash's kill reads `0N` as the pid N (so `-01` is -1)."""
+    done = subprocess.run(["bash", "-c", "sleep 30 & kill -9 0$!; wait $!; echo $?"],
+                          check=True, capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == "137", done
+
+
 #: Reading devices, harmless devices, and ordinary signals and services: no question asked.
 MACHINE_ALLOWED = ["lsblk /dev/sda", "cat /dev/sda | head -c 512 | xxd", "dd if=/dev/sda of=mbr.img count=1",
                    "blkid /dev/nvme0n1p1", "echo x > /dev/null", "ls 2>/dev/null", "echo hi > /dev/tty",
                    "echo x > /dev/stderr", "head -c 16 /dev/urandom", "cat /proc/cpuinfo",
                    "echo done > /proc/self/fd/2", "kill 1234", "kill -1 1234", "kill -TERM %1",
                    "systemctl restart nginx", "systemctl status", "pkill -f 'python3 server.py'",
+                   "pkill -u bob node", "killall python3", "kill -9 01234", "linux32 make",
+                   "unshare -rn make test", "unshare --help", "script -qc make log.txt",
                    "echo /dev/sda", "mkswap ./swapfile"]
 
 
@@ -299,7 +332,12 @@ def test_everyday_paths_stay_allowed(command: str) -> None:
 REALLY_RUNS = ["echo | xargs -en touch marker", "echo x | xargs -iI touch marker", "flock lock touch marker",
                "sh -c '\"$@\"' _ touch marker", "echo x | sed 's/.*/touch marker/e'",
                "awk 'BEGIN { system(\"touch marker\") }'", "/usr/bin/t?uch marker",
-               "bash /dev//stdin <<< 'touch marker'", "bash /dev/fd/3 3<<< 'touch marker'"]
+               "bash /dev//stdin <<< 'touch marker'", "bash /dev/fd/3 3<<< 'touch marker'",
+               "awk -f /dev/stdin <<< 'BEGIN { system(\"touch marker\") }'",
+               "echo x | sed -f - <(echo x) <<< '1e touch marker'",
+               "python3 -m timeit -n 1 -r 1 \"__import__('os').system('touch marker')\"",
+               "unshare <<< 'touch marker'", "i386 touch marker",
+               "echo 'touch marker' | xargs -I{} sh -c {}", "printf 'touch marker\\0' | xargs -0 sh -c"]
 
 
 @pytest.mark.parametrize("command", REALLY_RUNS)
