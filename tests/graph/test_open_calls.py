@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +118,17 @@ async def cut_off(backend: Backend, work: Path) -> None:
 
 
 def cut_off_and_continue(backend: Backend, work: Path, mode: str, inputs: Any) -> dict[str, Any]:
-    """`cut_off`, then the thread goes on with `inputs`; its state after. (The async form runs
-    in the same event loop: langchain-openai shares one async HTTP client per process.)"""
+    """`cut_off`, then the thread goes on with `inputs`; its state after."""
+    return go_on_after(backend, mode, inputs, cut_off(backend, work))
+
+
+def go_on_after(backend: Backend, mode: str, inputs: Any, cut: Coroutine[Any, Any, Any]) -> dict[str, Any]:
+    """Run `cut` (a run stopped half-way), then the thread goes on with `inputs`, sync or async;
+    its state after. (The async form runs in the same event loop: langchain-openai shares one
+    async HTTP client per process.)"""
 
     async def main() -> dict[str, Any]:
-        await cut_off(backend, work)
+        await cut
         if mode == "sync":
             return {}
         async with backend.async_agent() as agent:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from tests.graph.test_open_calls import INPUTS, SLOW, Backend, lines, thread_config, wait_for
+from tests.graph.test_open_calls import INPUTS, SLOW, Backend, go_on_after, lines, thread_config, wait_for
 from tests.support.openai_server import FakeOpenAIServer, ToolCall, text, tool_calls
 
 #: Kills its own shell the first time (spawn_error/signal: `retry` runs it again), then writes
@@ -41,23 +41,8 @@ async def _cancel_when(backend: Backend, started: Any, finished: str | None = No
 
 def _cut_off_and_go_on(backend: Backend, mode: str, inputs: Any, started: Any,
                        finished: str | None = None) -> dict[str, Any]:
-    """`_cancel_when`, then the thread goes on with `inputs`; its state after. (The async form
-    runs in the same event loop: langchain-openai shares one async HTTP client per process.)"""
-
-    async def main() -> dict[str, Any]:
-        await _cancel_when(backend, started, finished)
-        if mode == "sync":
-            return {}
-        async with backend.async_agent() as agent:
-            await agent.ainvoke(inputs, thread_config())
-            return dict((await agent.aget_state(thread_config())).values)
-
-    state = asyncio.run(main())
-    if mode == "async":
-        return state
-    with backend.sync_agent() as agent:
-        agent.invoke(inputs, thread_config())
-        return dict(agent.get_state(thread_config()).values)
+    """`_cancel_when`, then the thread goes on with `inputs`; its state after."""
+    return go_on_after(backend, mode, inputs, _cancel_when(backend, started, finished))
 
 
 @pytest.mark.parametrize("inputs", ["message", "empty", "none"])
