@@ -105,8 +105,9 @@ class ResumeHint:
         return ResumeHint((*self.options, *kept))
 
 
-#: Options of a resume command that take no value.
-SWITCHES = frozenset({"--sandbox", "--allow-network"})
+#: Options of a resume command that take no value (every one: a switch read as taking a
+#: value would carry the next flag with it, and a stored old value would override a new one).
+SWITCHES = frozenset({"--sandbox", "--allow-network", "--keep-think"})
 #: What `stored_options` accepts: more words than any command line of ours has is not ours.
 MAX_STORED_WORDS = 200
 

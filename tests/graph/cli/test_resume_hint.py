@@ -78,3 +78,26 @@ def test_the_resume_command_is_printed_unbroken_on_a_narrow_terminal(
     assert any(line.startswith(f"answer with: {resume} --answer approve|reject|") for line in lines)
     errors = capsys.readouterr().err.splitlines()
     assert errors == [f"bashgraph: error: thread t has not finished; continue it with: {resume}"]
+
+
+def test_a_stored_keep_think_does_not_swallow_the_next_flag() -> None:
+    """A resume given `--keep-think` stores it before the thread's older options; the next
+    resume that gives `--model` must print its own model, not the stored one after it."""
+    from bashgraph.graph.cli.status import ResumeHint
+
+    stored = ("--keep-think", "--model", "old")  # what `resume T --keep-think` stores after `run --model old`
+    hint = ResumeHint(("--model", "new")).merged(stored)
+    assert hint.options == ("--model", "new", "--keep-think")
+
+
+def test_every_switch_of_run_is_known_to_the_resume_hint() -> None:
+    """An option without a value read as one with a value takes the next flag with it."""
+    import argparse
+
+    from bashgraph.graph.cli.app import build_parser
+    from bashgraph.graph.cli.status import SWITCHES
+
+    run = next(action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction))
+    switches = {flag for action in run.choices["run"]._actions if action.nargs == 0
+                for flag in action.option_strings if flag not in ("-h", "--help", "--json")}
+    assert switches == set(SWITCHES)
