@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from bashgraph.tools.safety.visible import one_line
+
 
 class ExitStatus(IntEnum):
     OK = 0
@@ -91,8 +93,8 @@ class ResumeHint:
     node runs again with the resuming process's settings: approval rules must be the same)."""
 
     def command(self, thread_id: str) -> str:
-        """`bashgraph resume THREAD [options]`, shell-quoted."""
-        return shlex.join(["bashgraph", "resume", thread_id, *self.options])
+        """`bashgraph resume THREAD [options]`, shell-quoted so that it prints as it runs."""
+        return " ".join(shell_word(word) for word in ["bashgraph", "resume", thread_id, *self.options])
 
     def merged(self, stored: Sequence[str]) -> ResumeHint:
         """These options, then each option the thread's last run was given (`stored`, from its
@@ -103,6 +105,31 @@ class ResumeHint:
         kept = [word for flag, words in _by_flag(stored).items() if flag not in given and flag != "--db"
                 for word in words]
         return ResumeHint((*self.options, *kept))
+
+
+def shell_word(word: str) -> str:
+    """`word` quoted for bash. A word holding a character the terminal would show as another
+    (a line feed as `⏎`, a control as its symbol; a tab becomes spaces when copied) is written
+    in ANSI-C quotes, `$'a\\nb'`, with that character escaped: what a person copies from the
+    screen is the word the command was given, not its picture."""
+    if not any(_needs_escape(char) for char in word):
+        return shlex.quote(word)
+    return "$'" + "".join(_escaped(char) for char in word) + "'"
+
+
+def _needs_escape(char: str) -> bool:
+    return char == "\t" or one_line(char) != char
+
+
+def _escaped(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if not _needs_escape(char):
+        return char
+    code = ord(char)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 #: Options of a resume command that take no value (every one: a switch read as taking a

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from bashgraph.graph.cli.status import absolute
+from tests.graph.cli.conftest import Cli
+from tests.support.openai_server import FakeOpenAIServer, tool_call
 
 
 def test_relative_paths_and_sqlite_urls_become_absolute_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,3 +103,26 @@ def test_every_switch_of_run_is_known_to_the_resume_hint() -> None:
     switches = {flag for action in run.choices["run"]._actions if action.nargs == 0
                 for flag in action.option_strings if flag not in ("-h", "--help", "--json")}
     assert switches == set(SWITCHES)
+
+
+def test_odd_option_values_print_as_the_words_a_shell_reads(
+    cli: Cli, openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A --workdir with a line feed printed as `⏎` inside quotes resumed in a directory that
+    does not exist; the tab of a rule turns into spaces when copied. The printed command, run
+    by bash, gives back every word exactly."""
+    import subprocess
+
+    odd = tmp_path / "a\nb\u202e 'c'"
+    odd.mkdir()
+    openai_server.add(tool_call("bash", {"command": "pwd"}))
+    result = cli("run", "t", "--thread", "odd", "--workdir", str(odd), "--approval", "always",
+                 "--rule", "ask:x\ty\\z")
+    assert result.code == 3, result.err
+    resume = next(line for line in result.out.splitlines() if line.startswith("continue with: "))
+    assert not set("\t\u202e⏎") & set(resume)
+    printed = resume.removeprefix("continue with: bashgraph ")
+    words = subprocess.run(["bash", "-c", f"printf '%s\\0' {printed}"], capture_output=True, check=True).stdout
+    assert words.decode().split("\0")[:-1] == [
+        "resume", "odd", "--workdir", str(odd), "--approval", "always", "--rule", "ask:x\ty\\z",
+    ]
