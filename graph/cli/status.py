@@ -94,7 +94,8 @@ class ResumeHint:
 
     def command(self, thread_id: str) -> str:
         """`bashgraph resume THREAD [options]`, shell-quoted so that it prints as it runs."""
-        return " ".join(shell_word(word) for word in ["bashgraph", "resume", thread_id, *self.options])
+        words = ["bashgraph", "resume", thread_id, *_option_words(self.options)]
+        return " ".join(shell_word(word) for word in words)
 
     def merged(self, stored: Sequence[str]) -> ResumeHint:
         """These options, then each option the thread's last run was given (`stored`, from its
@@ -105,6 +106,23 @@ class ResumeHint:
         kept = [word for flag, words in _by_flag(stored).items() if flag not in given and flag != "--db"
                 for word in words]
         return ResumeHint((*self.options, *kept))
+
+
+def _option_words(options: Sequence[str]) -> list[str]:
+    """The options as words of a command line: a value that starts with `-` (`--model -x`) is
+    joined to its flag (`--model=-x`), since argparse reads a separate `-x` as an option."""
+    words: list[str] = []
+    index = 0
+    while index < len(options):
+        flag = options[index]
+        if flag in SWITCHES or index + 1 >= len(options):
+            words.append(flag)
+            index += 1
+            continue
+        value = options[index + 1]
+        words += [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+        index += 2
+    return words
 
 
 def shell_word(word: str) -> str:

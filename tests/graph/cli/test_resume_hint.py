@@ -126,3 +126,15 @@ def test_odd_option_values_print_as_the_words_a_shell_reads(
     assert words.decode().split("\0")[:-1] == [
         "resume", "odd", "--workdir", str(odd), "--approval", "always", "--rule", "ask:x\ty\\z",
     ]
+
+
+def test_a_value_that_looks_like_a_flag_is_printed_joined_to_its_own() -> None:
+    """`run --model=-x` printed `resume T --model -x`, which argparse refuses."""
+    import shlex
+
+    from bashgraph.graph.cli.app import build_parser
+    from bashgraph.graph.cli.status import ResumeHint
+
+    printed = ResumeHint(("--model", "-x", "--timeout", "5", "--sandbox", "--keep-think")).command("t")
+    args = build_parser().parse_args(shlex.split(printed)[1:])
+    assert (args.model, args.timeout, args.sandbox, args.keep_think) == ("-x", 5.0, True, True)
