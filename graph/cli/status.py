@@ -92,10 +92,15 @@ class ResumeHint:
     """Options to repeat: the database, and every setting that shapes the graph (a resumed
     node runs again with the resuming process's settings: approval rules must be the same)."""
 
-    def command(self, thread_id: str) -> str:
-        """`bashgraph resume THREAD [options]`, shell-quoted so that it prints as it runs."""
-        words = ["bashgraph", "resume", thread_id, *_option_words(self.options)]
-        return " ".join(shell_word(word) for word in words)
+    def command(self, thread_id: str, then: str = "") -> str:
+        """`bashgraph resume THREAD [options] [then]`, shell-quoted so that it prints as it runs
+        (`then`: more of the command line, already quoted). A thread id that starts with `-`
+        comes last, after `--`: argparse would read it as an option."""
+        options = " ".join(shell_word(word) for word in _option_words(self.options))
+        line = " ".join(part for part in ("bashgraph resume", options, then) if part)
+        if thread_id.startswith("-"):
+            return f"{line} -- {shell_word(thread_id)}"
+        return " ".join(part for part in ("bashgraph resume", shell_word(thread_id), options, then) if part)
 
     def merged(self, stored: Sequence[str]) -> ResumeHint:
         """These options, then each option the thread's last run was given (`stored`, from its

@@ -138,3 +138,19 @@ def test_a_value_that_looks_like_a_flag_is_printed_joined_to_its_own() -> None:
     printed = ResumeHint(("--model", "-x", "--timeout", "5", "--sandbox", "--keep-think")).command("t")
     args = build_parser().parse_args(shlex.split(printed)[1:])
     assert (args.model, args.timeout, args.sandbox, args.keep_think) == ("-x", 5.0, True, True)
+
+
+def test_a_thread_id_that_looks_like_a_flag_comes_after_the_options() -> None:
+    """`run --thread=-x` printed `resume -x …`, which argparse reads as an unknown option."""
+    import shlex
+
+    from bashgraph.graph.cli.app import build_parser
+    from bashgraph.graph.cli.progress import stop_events
+    from bashgraph.graph.cli.status import ResumeHint, Stop
+
+    question = {"kind": "approval", "choices": ["approve", "reject", "edit"], "requests": []}
+    paused, end = stop_events(Stop("paused", "asks", [question]), "-x", ResumeHint(("--model", "m")))
+    for printed in (end["resume"], paused["answer_with"].replace("approve|reject|", "")):
+        args = build_parser().parse_args(shlex.split(printed)[1:])
+        assert (args.thread, args.model) == ("-x", "m")
+    assert args.answer.startswith("{")
