@@ -23,9 +23,11 @@ from bashgraph.tools.runner.live import OutputCallback
 
 #: Characters kept of each end of a stream.
 KEEP = 4_000
-#: A record bigger than this is not read (it was not written by `save`).
-MAX_RECORD_BYTES = 64 * 1024
 CUT = "\n[... output cut ...]\n"
+#: A record bigger than this is not read (it was not written by `save`). `save` writes JSON
+#: escapes: a character outside the Basic Multilingual Plane (an emoji) takes 12 bytes, so two
+#: streams of `2 * KEEP` such characters, and the rest of the record, fit.
+MAX_RECORD_BYTES = 2 * (2 * KEEP + len(CUT)) * len(json.dumps("\U0001f600")) + 1024
 
 
 @dataclass(frozen=True)

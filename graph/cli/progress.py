@@ -124,7 +124,7 @@ def stop_events(stop: Stop, thread_id: str, hint: ResumeHint) -> list[dict[str, 
     if stop.status == "paused":
         forms = questions.answer_forms(stop.pending[0]) if stop.pending else "TEXT"
         events.append({"event": "paused", "thread_id": thread_id, "questions": stop.pending,
-                       "answer_with": f"{resume} --answer {forms}"})
+                       "answer_with": hint.command(thread_id, f"--answer {forms}")})
     events.append({"event": "end", "thread_id": thread_id, "status": stop.status,
                    "reason": _one_line_or_none(stop.reason), "exit_code": int(stop.exit_status),
                    "resume": resume})

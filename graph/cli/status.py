@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from bashgraph.tools.safety.visible import one_line
+
 
 class ExitStatus(IntEnum):
     OK = 0
@@ -90,9 +92,15 @@ class ResumeHint:
     """Options to repeat: the database, and every setting that shapes the graph (a resumed
     node runs again with the resuming process's settings: approval rules must be the same)."""
 
-    def command(self, thread_id: str) -> str:
-        """`bashgraph resume THREAD [options]`, shell-quoted."""
-        return shlex.join(["bashgraph", "resume", thread_id, *self.options])
+    def command(self, thread_id: str, then: str = "") -> str:
+        """`bashgraph resume THREAD [options] [then]`, shell-quoted so that it prints as it runs
+        (`then`: more of the command line, already quoted). A thread id that starts with `-`
+        comes last, after `--`: argparse would read it as an option."""
+        options = " ".join(shell_word(word) for word in _option_words(self.options))
+        line = " ".join(part for part in ("bashgraph resume", options, then) if part)
+        if thread_id.startswith("-"):
+            return f"{line} -- {shell_word(thread_id)}"
+        return " ".join(part for part in ("bashgraph resume", shell_word(thread_id), options, then) if part)
 
     def merged(self, stored: Sequence[str]) -> ResumeHint:
         """These options, then each option the thread's last run was given (`stored`, from its
@@ -105,8 +113,51 @@ class ResumeHint:
         return ResumeHint((*self.options, *kept))
 
 
-#: Options of a resume command that take no value.
-SWITCHES = frozenset({"--sandbox", "--allow-network"})
+def _option_words(options: Sequence[str]) -> list[str]:
+    """The options as words of a command line: a value that starts with `-` (`--model -x`) is
+    joined to its flag (`--model=-x`), since argparse reads a separate `-x` as an option."""
+    words: list[str] = []
+    index = 0
+    while index < len(options):
+        flag = options[index]
+        if flag in SWITCHES or index + 1 >= len(options):
+            words.append(flag)
+            index += 1
+            continue
+        value = options[index + 1]
+        words += [f"{flag}={value}"] if value.startswith("-") else [flag, value]
+        index += 2
+    return words
+
+
+def shell_word(word: str) -> str:
+    """`word` quoted for bash. A word holding a character the terminal would show as another
+    (a line feed as `⏎`, a control as its symbol; a tab becomes spaces when copied) is written
+    in ANSI-C quotes, `$'a\\nb'`, with that character escaped: what a person copies from the
+    screen is the word the command was given, not its picture."""
+    if not any(_needs_escape(char) for char in word):
+        return shlex.quote(word)
+    return "$'" + "".join(_escaped(char) for char in word) + "'"
+
+
+def _needs_escape(char: str) -> bool:
+    return char == "\t" or one_line(char) != char
+
+
+def _escaped(char: str) -> str:
+    if char in "\\'":
+        return "\\" + char
+    if not _needs_escape(char):
+        return char
+    code = ord(char)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+#: Options of a resume command that take no value (every one: a switch read as taking a
+#: value would carry the next flag with it, and a stored old value would override a new one).
+SWITCHES = frozenset({"--sandbox", "--allow-network", "--keep-think"})
 #: What `stored_options` accepts: more words than any command line of ours has is not ours.
 MAX_STORED_WORDS = 200
 

@@ -60,6 +60,7 @@ ASCII = (
     'agent\n'
     '  ..> approve   ask / deny / invalid call\n'
     '  ..> tools     every call allowed\n'
+    '  ..> compact   over budget / too long\n'
     '  ..> end       answer / final status\n'
     'approve\n'
     '  --> tools\n'
@@ -80,4 +81,7 @@ ASCII = (
     '  ..> agent     skip / hint / model told\n'
     '  ..> retry     answer: retry\n'
     '  ..> end       abort / stop\n'
+    'compact\n'
+    '  ..> agent     compacted\n'
+    '  ..> end       still too long\n'
 )

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from bashgraph.graph.cli.status import absolute
+from tests.graph.cli.conftest import Cli
+from tests.support.openai_server import FakeOpenAIServer, tool_call
 
 
 def test_relative_paths_and_sqlite_urls_become_absolute_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,3 +80,77 @@ def test_the_resume_command_is_printed_unbroken_on_a_narrow_terminal(
     assert any(line.startswith(f"answer with: {resume} --answer approve|reject|") for line in lines)
     errors = capsys.readouterr().err.splitlines()
     assert errors == [f"bashgraph: error: thread t has not finished; continue it with: {resume}"]
+
+
+def test_a_stored_keep_think_does_not_swallow_the_next_flag() -> None:
+    """A resume given `--keep-think` stores it before the thread's older options; the next
+    resume that gives `--model` must print its own model, not the stored one after it."""
+    from bashgraph.graph.cli.status import ResumeHint
+
+    stored = ("--keep-think", "--model", "old")  # what `resume T --keep-think` stores after `run --model old`
+    hint = ResumeHint(("--model", "new")).merged(stored)
+    assert hint.options == ("--model", "new", "--keep-think")
+
+
+def test_every_switch_of_run_is_known_to_the_resume_hint() -> None:
+    """An option without a value read as one with a value takes the next flag with it."""
+    import argparse
+
+    from bashgraph.graph.cli.app import build_parser
+    from bashgraph.graph.cli.status import SWITCHES
+
+    run = next(action for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction))
+    switches = {flag for action in run.choices["run"]._actions if action.nargs == 0
+                for flag in action.option_strings if flag not in ("-h", "--help", "--json")}
+    assert switches == set(SWITCHES)
+
+
+def test_odd_option_values_print_as_the_words_a_shell_reads(
+    cli: Cli, openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A --workdir with a line feed printed as `⏎` inside quotes resumed in a directory that
+    does not exist; the tab of a rule turns into spaces when copied. The printed command, run
+    by bash, gives back every word exactly."""
+    import subprocess
+
+    odd = tmp_path / "a\nb\u202e 'c'"
+    odd.mkdir()
+    openai_server.add(tool_call("bash", {"command": "pwd"}))
+    result = cli("run", "t", "--thread", "odd", "--workdir", str(odd), "--approval", "always",
+                 "--rule", "ask:x\ty\\z")
+    assert result.code == 3, result.err
+    resume = next(line for line in result.out.splitlines() if line.startswith("continue with: "))
+    assert not set("\t\u202e⏎") & set(resume)
+    printed = resume.removeprefix("continue with: bashgraph ")
+    words = subprocess.run(["bash", "-c", f"printf '%s\\0' {printed}"], capture_output=True, check=True).stdout
+    assert words.decode().split("\0")[:-1] == [
+        "resume", "odd", "--workdir", str(odd), "--approval", "always", "--rule", "ask:x\ty\\z",
+    ]
+
+
+def test_a_value_that_looks_like_a_flag_is_printed_joined_to_its_own() -> None:
+    """`run --model=-x` printed `resume T --model -x`, which argparse refuses."""
+    import shlex
+
+    from bashgraph.graph.cli.app import build_parser
+    from bashgraph.graph.cli.status import ResumeHint
+
+    printed = ResumeHint(("--model", "-x", "--timeout", "5", "--sandbox", "--keep-think")).command("t")
+    args = build_parser().parse_args(shlex.split(printed)[1:])
+    assert (args.model, args.timeout, args.sandbox, args.keep_think) == ("-x", 5.0, True, True)
+
+
+def test_a_thread_id_that_looks_like_a_flag_comes_after_the_options() -> None:
+    """`run --thread=-x` printed `resume -x …`, which argparse reads as an unknown option."""
+    import shlex
+
+    from bashgraph.graph.cli.app import build_parser
+    from bashgraph.graph.cli.progress import stop_events
+    from bashgraph.graph.cli.status import ResumeHint, Stop
+
+    question = {"kind": "approval", "choices": ["approve", "reject", "edit"], "requests": []}
+    paused, end = stop_events(Stop("paused", "asks", [question]), "-x", ResumeHint(("--model", "m")))
+    for printed in (end["resume"], paused["answer_with"].replace("approve|reject|", "")):
+        args = build_parser().parse_args(shlex.split(printed)[1:])
+        assert (args.thread, args.model) == ("-x", "m")
+    assert args.answer.startswith("{")
