@@ -27,7 +27,7 @@ from bashgraph.graph import AgentConfig, AsyncSession, ConfigError, StoreError, 
 from bashgraph.graph.cli import questions
 from bashgraph.graph.cli.progress import Renderer, chunk_events, stop_events
 from bashgraph.graph.cli.signals import SigintGuard
-from bashgraph.graph.cli.status import OPTIONS_KEY, ResumeHint, Stop, stored_options
+from bashgraph.graph.cli.status import OPTIONS_KEY, ResumeHint, Stop, options_to_store, stored_options
 from bashgraph.graph.models import as_model_error, choose_model_name
 from bashgraph.graph.store import locate
 from bashgraph.tools.safety import one_line
@@ -242,7 +242,7 @@ class Driver:
     async def _stream(self, session: AsyncSession, action: Action) -> Stop:
         modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
         # From an earlier checkpoint (re-asking an escalation), or the thread's latest.
-        start: RunnableConfig = {"metadata": {OPTIONS_KEY: json.dumps(list(self.settings.hint.options))}}
+        start: RunnableConfig = {"metadata": {OPTIONS_KEY: json.dumps(options_to_store(self.settings.hint.options))}}
         if action.checkpoint_id:
             start["configurable"] = {"checkpoint_id": action.checkpoint_id}
         chunks = session.arun(action.inputs, self.thread_id, config=start, stream_mode=modes)

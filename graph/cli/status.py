@@ -191,6 +191,20 @@ def stored_options(metadata: Any) -> tuple[str, ...]:
 OPTIONS_KEY = "bashgraph_options"
 
 
+def options_to_store(options: Sequence[str]) -> list[str]:
+    """The resume options a run keeps in its checkpoints: all but `--db` and its value. A
+    PostgreSQL URL may hold a password, and a resume finds the thread in its own database."""
+    words: list[str] = []
+    index = 0
+    while index < len(options):
+        if options[index] == "--db":
+            index += 2
+            continue
+        words.append(options[index])
+        index += 1
+    return words
+
+
 def absolute(path: str) -> str:
     """A database made absolute, so a printed command works from anywhere (PostgreSQL URLs
     unchanged; a relative `sqlite:///file` becomes the absolute file path)."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from bashgraph.graph.cli.status import absolute
 from tests.graph.cli.conftest import Cli
-from tests.support.openai_server import FakeOpenAIServer, tool_call
+from tests.support.openai_server import FakeOpenAIServer, text, tool_call
 
 
 def test_relative_paths_and_sqlite_urls_become_absolute_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,3 +155,17 @@ def test_a_thread_id_that_looks_like_a_flag_comes_after_the_options() -> None:
         args = build_parser().parse_args(shlex.split(printed)[1:])
         assert (args.thread, args.model) == ("-x", "m")
     assert args.answer.startswith("{")
+
+
+def test_a_run_keeps_no_database_url_in_its_checkpoints(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """The options stored for resume hints leave `--db` out: a PostgreSQL URL may hold a
+    password, and checkpoints are read by every tool that opens the database."""
+    openai_server.add(tool_call("bash", {"command": "true"}), text("done"))
+    done = cli("run", "a task", "--thread", "kept", "--db", str(cli.db), "--timeout", "7")
+    assert done.code == 0, done.err
+    with sqlite3.connect(cli.db) as db:
+        metadata = [row[0] for row in db.execute("SELECT metadata FROM checkpoints")]
+    stored = [str(m) for m in metadata if "bashgraph_options" in str(m)]
+    assert stored
+    assert all("--timeout" in m for m in stored)
+    assert not any("--db" in m or str(cli.db) in m for m in stored)
