@@ -27,7 +27,7 @@ MAX_ANSWER_CHARS = 600
 
 SYSTEM_INSTRUCTIONS = """\
 You turn each request into one bash command run in the current directory.
-Reply with one line only: {{"tool": "{tool}", "command": "<the command>"}}"""
+Reply with one line only: {tool}$ <the command>"""
 
 #: Worked examples. The few nearest to the task (`nearest_examples`) are shown to the model as
 #: earlier turns of the conversation, the nearest last: a 135M model adapts the example next to
@@ -88,13 +88,14 @@ _IGNORED_WORDS = frozenset({
 #: A bare extension (".txt", "*.py") stands for "files of a kind", whichever the kind.
 _EXTENSION = re.compile(r"\*?\.[a-z0-9]+")
 
-ANSWER_ONLY_INSTRUCTIONS = 'Reply with one line only: {"answer": "<your answer>"}'
+ANSWER_ONLY_INSTRUCTIONS = "Reply with one line only: answer: <your answer>"
 RETRY_NOTE = "That command failed. Reply with a different command."
 
 REPLY_START = "<|im_start|>assistant\n"
-ANSWER_HEAD = '{"answer": "'
-CLOSE = '"}'
-"""Ends a call and an answer."""
+PROMPT_MARK = "$ "
+"""After a tool's name, starts a call: `bash$ ls -la`."""
+ANSWER_MARK = "answer: "
+"""Starts a final answer."""
 UNUSABLE_REPLY = "The local model produced an unusable reply (not one tool call or answer): {text}"
 
 
@@ -109,36 +110,30 @@ class Turn(NamedTuple):
 
 
 def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True) -> str:
-    """GBNF for one reply: a call of one of `tool_names`, or, if allowed, a final answer.
+    """GBNF for one reply: a call of one of `tool_names` (`bash$ <command>` on one line), or, if
+    allowed, a final answer (`answer: <text>`).
 
-    Both look like JSON (`{"tool": "bash", "command": "ls"}`, `{"answer": "…"}`), a shape the
-    model ends cleanly, but the text inside is raw, quotes included, up to the closing `"}`: in
-    a real JSON string the model that wanted `echo "hi"` ended the string at its quote (`echo `
-    ran). A raw line (`bash$ ls`) instead made it run on: `date -u 1012123…`.
+    The command is raw text, not a JSON string: inside JSON a small model that wants to write
+    `echo "hi"` ends the string at its quote (`echo ` ran), and its escapes go wrong.
     """
     forms = ["call"] if tool_names else []
     if allow_answer or not tool_names:
         forms.append("answer")
     rules = [f"root ::= {' | '.join(forms)}"]
     if tool_names:
-        names = " | ".join(json.dumps(_call_head(name)) for name in tool_names)
-        rules.append(f"call ::= ({names}) [^\\x00-\\x1f\\x7f]{{1,{MAX_COMMAND_CHARS}}} {json.dumps(CLOSE)}")
-    rules.append(f"answer ::= {json.dumps(ANSWER_HEAD)} "
-                 f"[^\\x00-\\x09\\x0b-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}} {json.dumps(CLOSE)}")
+        names = " | ".join(json.dumps(f"{name}{PROMPT_MARK}") for name in tool_names)
+        rules.append(f"call ::= ({names}) [^\\x00-\\x1f\\x7f]{{1,{MAX_COMMAND_CHARS}}}")
+    rules.append(f'answer ::= {json.dumps(ANSWER_MARK)} [^\\x00-\\x09\\x0b-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}}')
     return "\n".join(rules) + "\n"
-
-
-def _call_head(name: str) -> str:
-    return f'{{"tool": "{name}", "command": "'
 
 
 # ----------------------------------------------------------------------------- the prompt
 
 
 def tool_call_text(name: str, command: str) -> str:
-    """A tool call as the model writes it (also how earlier calls are shown back to it): the
-    command raw inside `{"tool": "bash", "command": "…"}`, its line breaks shown as spaces."""
-    return f"{_call_head(name)}{' '.join(command.splitlines())}{CLOSE}"
+    """A tool call as the model writes it (also how earlier calls are shown back to it): like a
+    shell prompt, `bash$ ls -la`. Line breaks of a longer command are shown as spaces."""
+    return f"{name}{PROMPT_MARK}{' '.join(command.splitlines())}"
 
 
 def build_turns(
@@ -234,7 +229,7 @@ def _ai_text(message: AIMessage, commands: dict[str, str]) -> str:
         command = str(call["args"].get("command", ""))
         commands[call.get("id") or ""] = command
         lines.append(tool_call_text(call["name"], command))
-    return "\n".join(lines) or f"{ANSWER_HEAD}{' '.join(str(message.text).splitlines())}{CLOSE}"
+    return "\n".join(lines) or f"{ANSWER_MARK}{message.text}"
 
 
 def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
@@ -301,24 +296,16 @@ def parse_reply(text: str, names: Sequence[str], *, cut: bool = False) -> AIMess
     command cut short never runs.
     """
     for name in names:
-        command = _between(text, _call_head(name), CLOSE)
-        if command is not None and command.strip() and "\n" not in command and not cut:
+        command = text.removeprefix(f"{name}{PROMPT_MARK}")
+        if command != text and command.strip() and "\n" not in command and not cut:
             call_id = f"call_{uuid.uuid4().hex}"
             return AIMessage(content="", tool_calls=[
                 {"name": name, "args": {"command": command.strip()}, "id": call_id, "type": "tool_call"}
             ])
-    answer = _between(text, ANSWER_HEAD, CLOSE)
-    if answer is None and cut and text.startswith(ANSWER_HEAD):
-        answer = text.removeprefix(ANSWER_HEAD)
-    if answer is not None and answer.strip():
-        return AIMessage(content=f"{answer.strip()} [cut at the token cap]" if cut else answer.strip())
+    answer = text.removeprefix(ANSWER_MARK).strip()
+    if text.startswith(ANSWER_MARK) and answer:
+        return AIMessage(content=f"{answer} [cut at the token cap]" if cut else answer)
     return AIMessage(content=UNUSABLE_REPLY.format(text=clip(text, 300) or "(empty)"))
-
-
-def _between(text: str, head: str, tail: str) -> str | None:
-    if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
-        return text[len(head):len(text) - len(tail)]
-    return None
 
 
 def previous_success(messages: Sequence[BaseMessage]) -> str | None:

@@ -73,7 +73,7 @@ def test_tool_output_reaches_the_prompt_unescaped() -> None:
     assert turns[-1] == Turn("user", 'Output of `make && echo "<done>"`:\na && b > <out> "q"')
     for escaped in ("&amp;", "&lt;", "&gt;", "&quot;"):
         assert escaped not in prompt
-    assert '\n{"tool": "bash", "command": "make && echo "<done>""}<|im_end|>' in prompt
+    assert '\nbash$ make && echo "<done>"<|im_end|>' in prompt
 
 
 def test_prompt_is_instructions_then_examples_then_the_conversation() -> None:
@@ -83,14 +83,14 @@ def test_prompt_is_instructions_then_examples_then_the_conversation() -> None:
     turns = build_turns([SystemMessage(SYSTEM), HumanMessage(task)], [BASH_SPEC])
     assert turns[0].role == "system"
     assert turns[0].text.startswith(SYSTEM)
-    assert '{"tool": "bash", "command": "<the command>"}' in turns[0].text
+    assert "bash$ <the command>" in turns[0].text
     leading = leading_turns([BASH_SPEC])
     assert leading == 1 + 2 * EXAMPLES_SHOWN
     examples = turns[1:leading]
     assert [t.role for t in examples] == ["user", "assistant"] * EXAMPLES_SHOWN
     request, command = nearest_examples(task)[-1]
     assert examples[-2:] == [Turn("user", request),
-                             Turn("assistant", f'{{"tool": "bash", "command": "{command}"}}')]
+                             Turn("assistant", f"bash$ {command}")]
     assert command.startswith("wc -w")
     assert turns[leading:] == [Turn("user", task)]
 
@@ -204,7 +204,7 @@ def test_prompt_that_fits_is_left_alone() -> None:
 
 def test_reply_with_a_command_becomes_a_tool_call() -> None:
     """A JSON bash call is parsed into a LangChain tool call with a fresh call id."""
-    reply = parse_reply('{"tool": "bash", "command": "echo "it\'s" > a\\b.txt "}', ["bash"])
+    reply = parse_reply('bash$ echo "it\'s" > a\\b.txt ', ["bash"])
     assert reply.content == ""
     [tool_call] = reply.tool_calls
     assert tool_call["name"] == "bash"
@@ -215,15 +215,13 @@ def test_reply_with_a_command_becomes_a_tool_call() -> None:
 
 def test_reply_with_an_answer_becomes_plain_content() -> None:
     """A final answer has no tool calls, so the graph ends the run."""
-    reply = parse_reply('{"answer": "There are 3 files."}', ["bash"])
+    reply = parse_reply("answer: There are 3 files.", ["bash"])
     assert reply.content == "There are 3 files."
     assert not reply.tool_calls
 
 
 @pytest.mark.parametrize("text", [
-    "", "ls -la", '{"tool": "bash", "command": ""}', '{"tool": "bash", "command": "  "}',
-    '{"tool": "python", "command": "x"}', '{"tool": "bash", "command": "ls\nrm -rf x"}',
-    '{"tool": "bash", "command": "ls"', '{"answer": ""}', "[1, 2]",
+    "", "ls -la", "bash$ ", "bash$   ", "python$ x", "bash$ ls\nrm -rf x", '{"answer": "x"}', "answer: ",
 ])
 def test_unusable_reply_becomes_an_explaining_answer(text: str) -> None:
     """Anything but one valid call or answer ends as an answer saying the reply was unusable."""
@@ -234,9 +232,9 @@ def test_unusable_reply_becomes_an_explaining_answer(text: str) -> None:
 
 def test_answer_cut_by_the_token_cap_is_kept() -> None:
     """An answer stopped by the cap is still shown (marked); a cut command never runs."""
-    answer = parse_reply('{"answer": "The files are a, b', ["bash"], cut=True)
+    answer = parse_reply("answer: The files are a, b", ["bash"], cut=True)
     assert answer.content == "The files are a, b [cut at the token cap]"
-    command = parse_reply('{"tool": "bash", "command": "rm -rf /tmp/x"}', ["bash"], cut=True)
+    command = parse_reply("bash$ rm -rf /tmp/x", ["bash"], cut=True)
     assert not command.tool_calls
     assert "unusable" in str(command.content)
 
