@@ -123,7 +123,8 @@ def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True) -> st
     if tool_names:
         names = " | ".join(json.dumps(f"{name}{PROMPT_MARK}") for name in tool_names)
         rules.append(f"call ::= ({names}) [^\\x00-\\x1f\\x7f]{{1,{MAX_COMMAND_CHARS}}}")
-    rules.append(f'answer ::= {json.dumps(ANSWER_MARK)} [^\\x00-\\x09\\x0b-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}}')
+    # One line as well: allowed line breaks, the model rambled to the cap (minutes of CPU).
+    rules.append(f'answer ::= {json.dumps(ANSWER_MARK)} [^\\x00-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}} "\\n"?')
     return "\n".join(rules) + "\n"
 
 
@@ -302,7 +303,8 @@ def parse_reply(text: str, names: Sequence[str], *, cut: bool = False) -> AIMess
             return AIMessage(content="", tool_calls=[
                 {"name": name, "args": {"command": command.strip()}, "id": call_id, "type": "tool_call"}
             ])
-    answer = text.removeprefix(ANSWER_MARK).strip()
+    answer = text.removeprefix(ANSWER_MARK).removesuffix("\n")
+    answer = "" if "\n" in answer else answer.strip()
     if text.startswith(ANSWER_MARK) and answer:
         return AIMessage(content=f"{answer} [cut at the token cap]" if cut else answer)
     return AIMessage(content=UNUSABLE_REPLY.format(text=clip(text, 300) or "(empty)"))

@@ -215,13 +215,14 @@ def test_reply_with_a_command_becomes_a_tool_call() -> None:
 
 def test_reply_with_an_answer_becomes_plain_content() -> None:
     """A final answer has no tool calls, so the graph ends the run."""
-    reply = parse_reply("answer: There are 3 files.", ["bash"])
+    reply = parse_reply("answer: There are 3 files.\n", ["bash"])
     assert reply.content == "There are 3 files."
     assert not reply.tool_calls
 
 
 @pytest.mark.parametrize("text", [
     "", "ls -la", "bash$ ", "bash$   ", "python$ x", "bash$ ls\nrm -rf x", '{"answer": "x"}', "answer: ",
+    "answer: two\nlines",
 ])
 def test_unusable_reply_becomes_an_explaining_answer(text: str) -> None:
     """Anything but one valid call or answer ends as an answer saying the reply was unusable."""
