@@ -1,7 +1,7 @@
 """The bundled model on everyday tasks: the share it gets right, each checked objectively.
 
     python benchmarks/bench_local_tasks.py            # every task (figures in docs/benchmarks.md)
-    python benchmarks/bench_local_tasks.py --quick    # the CI subset, about a minute on 2 cores
+    python benchmarks/bench_local_tasks.py --quick    # the CI subset: 6 tasks the model gets right
     python benchmarks/bench_local_tasks.py --only lines   # the tasks whose name holds "lines"
 
 Each task (benchmarks/local_tasks.py) runs in a new empty temporary directory, through the real
