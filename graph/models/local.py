@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -34,8 +35,10 @@ from bashgraph.graph.models.local_prompt import (
     Turn,
     build_turns,
     fit_turns,
+    grounded_answer,
+    has_result,
+    leading_turns,
     parse_reply,
-    previous_success,
     reply_grammar,
     tool_names,
 )
@@ -68,8 +71,10 @@ class LocalChatModel(BaseChatModel):
     """Cap on the tokens of one reply."""
     temperature: float = 0.0
     """0 means greedy decoding (deterministic)."""
-    repeat_penalty: float = 1.1
-    """Discourages the loops a small model falls into under greedy decoding."""
+    repeat_penalty: float = 1.0
+    """1 is none. A penalty keeps the model from copying tokens it has just read, and copying
+    the nearest example's shape is what it must do (1.1 turned `wc -w` into `wc -W`); runaway
+    replies are bounded by the grammar instead."""
     seed: int = 1234
     """Sampling seed (only matters when temperature > 0)."""
     max_tool_chars: int = 1500
@@ -109,18 +114,21 @@ class LocalChatModel(BaseChatModel):
     ) -> ChatResult:
         tools: list[dict[str, Any]] = list(kwargs.get("tools") or [])
         names = _allowed_names(tool_names(tools), kwargs.get("tool_choice"))
-        with self._lock:
-            llama = self._load()
-            turns = build_turns(messages, tools, max_tool_chars=self.max_tool_chars)
-            budget = self.n_ctx - self.max_tokens - 16  # 16: the reply's opening marker, slack
-            turns = fit_turns(turns, lambda text: len(_encode(llama, text, special=True)), budget)
-            allow_answer = kwargs.get("tool_choice") in (None, "auto", "none") or not names
-            reply, usage = self._complete(llama, turns, names, allow_answer, stop)
-            # Greedy decoding makes a tiny model re-run a command that just succeeded, forever;
-            # the output is already in front of it, so it is asked for the answer instead.
-            repeated = previous_success(messages)
-            if reply.tool_calls and repeated == reply.tool_calls[0]["args"]["command"]:
-                reply, usage = self._complete(llama, turns, [], True, stop)
+        may_answer = kwargs.get("tool_choice") in (None, "auto", "none") or not names
+        answer = grounded_answer(messages, max_chars=self.max_tool_chars) if may_answer else None
+        if answer is not None:
+            reply, usage = AIMessage(content=answer), _usage(0, 0)
+        else:
+            # Before any command has run, a reply must be a command: an answer then is made up.
+            may_answer = may_answer and (not names or has_result(messages))
+            with self._lock:
+                llama = self._load()
+                turns = build_turns(messages, tools, max_tool_chars=self.max_tool_chars)
+                budget = self.n_ctx - self.max_tokens - 16  # 16: the reply's opening marker, slack
+                turns = fit_turns(turns, lambda text: len(_encode(llama, text, special=True)), budget,
+                                  leading=leading_turns(tools))
+                reply, usage = self._complete(llama, turns, leading_turns(tools), names,
+                                              allow_answer=may_answer, stop=stop)
         reply.usage_metadata = usage
         reply.response_metadata = {"model_name": Path(self.model_path).name}
         return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -146,29 +154,31 @@ class LocalChatModel(BaseChatModel):
         return self._llama
 
     def _complete(
-        self, llama: Llama, turns: list[Turn], names: list[str], allow_answer: bool,
-        stop: list[str] | None,
-    ) -> tuple[AIMessage, Any]:
+        self, llama: Llama, turns: list[Turn], leading: int, names: list[str], *,
+        allow_answer: bool, stop: list[str] | None,
+    ) -> tuple[AIMessage, UsageMetadata]:
         from llama_cpp.llama_grammar import LlamaGrammar
 
         grammar = LlamaGrammar.from_string(reply_grammar(names, allow_answer=allow_answer),
                                            verbose=False)
-        # Evaluate the whole prompt every time. Reusing the cached prefix of the previous call
-        # evaluates the rest in a different batch shape, which shifts the logits just enough for
-        # greedy decoding to pick another token: the same conversation must get the same reply.
-        llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
+        _keep_only(llama, _encode_turns(llama, turns[:leading]))
         out = cast("CreateCompletionResponse", llama.create_completion(
-            _encode_prompt(llama, turns), max_tokens=self.max_tokens,
-            temperature=self.temperature, repeat_penalty=self.repeat_penalty, seed=self.seed,
-            grammar=grammar, stop=["<|im_end|>", *(stop or [])],
+            _encode_turns(llama, turns) + _encode(llama, REPLY_START, special=True),
+            max_tokens=self.max_tokens, temperature=self.temperature,
+            repeat_penalty=self.repeat_penalty, seed=self.seed, grammar=grammar,
+            stop=["<|im_end|>", *(stop or [])],
         ))
         choice = out["choices"][0]
         usage = out.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0}
         return (
             parse_reply(choice["text"], names, cut=choice.get("finish_reason") == "length"),
-            {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
-             "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]},
+            _usage(usage["prompt_tokens"], usage["completion_tokens"]),
         )
+
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> UsageMetadata:
+    return UsageMetadata(input_tokens=prompt_tokens, output_tokens=completion_tokens,
+                         total_tokens=prompt_tokens + completion_tokens)
 
 
 def _allowed_names(names: list[str], tool_choice: object) -> list[str]:
@@ -183,15 +193,33 @@ def _encode(llama: Llama, text: str, *, special: bool = False) -> list[int]:
     return list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=special))
 
 
-def _encode_prompt(llama: Llama, turns: Sequence[Turn]) -> list[int]:
-    """Tokens of the ChatML prompt. Only the markers are read as special tokens, so a tool output
+def _encode_turns(llama: Llama, turns: Sequence[Turn]) -> list[int]:
+    """Tokens of ChatML turns. Only the markers are read as special tokens, so a tool output
     that happens to contain `<|im_end|>` cannot end its turn early."""
     tokens: list[int] = []
     for turn in turns:
         tokens += _encode(llama, f"<|im_start|>{turn.role}\n", special=True)
         tokens += _encode(llama, turn.text)
         tokens += _encode(llama, "<|im_end|>\n", special=True)
-    return tokens + _encode(llama, REPLY_START, special=True)
+    return tokens
+
+
+def _keep_only(llama: Llama, prefix: list[int]) -> None:
+    """Leave exactly `prefix` evaluated in llama's cache, so the next completion evaluates the
+    rest of its prompt, and nothing else, on top of it.
+
+    The prefix (instructions and examples: most of the prompt) is evaluated once and kept. The
+    rest is evaluated anew on every call, even where it matches the previous call: reusing a
+    longer cached part evaluates the remainder in a different batch shape, which shifts the
+    logits just enough for greedy decoding to pick another token, and the same conversation
+    must get the same reply.
+    """
+    cached = llama.n_tokens >= len(prefix) and list(llama.input_ids[: len(prefix)]) == prefix
+    if cached:
+        llama.n_tokens = len(prefix)
+    else:
+        llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
+        llama.eval(prefix)
 
 
 # ----------------------------------------------------------------------------- loading

@@ -7,33 +7,95 @@ back into an AIMessage.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from bashgraph.tools.results import clip
+from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.tools.results import NO_OUTPUT, clip
 
 #: Longest command / answer the grammar lets the model write. Bounding the strings ends a
 #: rambling reply in a parseable shape well before the token cap cuts it mid-string.
 MAX_COMMAND_CHARS = 200
 MAX_ANSWER_CHARS = 600
 
-#: Concrete examples work far better than a schema for a 135M model; "ls" is deliberately absent
-#: because the model copies an example command into unrelated tasks.
-FORMAT_INSTRUCTIONS = """\
-Reply with one JSON object only.
-Examples:
-{{"tool": "{tool}", "command": "pwd"}}
-{{"tool": "{tool}", "command": "cat notes.txt"}}
-{{"answer": "The current directory is /home/me."}}
-Run a command first. Give the answer once a command output shows it."""
+SYSTEM_INSTRUCTIONS = """\
+You turn each request into one bash command run in the current directory.
+Reply with one line only: {tool}$ <the command>"""
 
-ANSWER_ONLY_INSTRUCTIONS = 'Reply with one JSON object only: {"answer": "<your answer>"}'
+#: Worked examples. The few nearest to the task (`nearest_examples`) are shown to the model as
+#: earlier turns of the conversation, the nearest last: a 135M model adapts the example next to
+#: the task (another file name, another count) far more reliably than it follows a rule or picks
+#: from a long list (measured: docs/benchmarks.md). None is an answer (the answer is built from
+#: the real output: `grounded_answer`), none deletes anything, and each writes only to a file of
+#: its own with an unlikely name, so an example copied into an unrelated task does no harm.
+EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("how many lines are in report_2019.txt", "wc -l report_2019.txt"),
+    ("count the lines of draft_v3.md", "wc -l draft_v3.md"),
+    ("count the words in essay_draft.txt", "wc -w essay_draft.txt"),
+    ("how many words does letter_v2.txt have", "wc -w letter_v2.txt"),
+    ("show the first 5 lines of server_old.log", "head -n 5 server_old.log"),
+    ("print the first line of names_2019.csv", "head -n 1 names_2019.csv"),
+    ("show the last 10 lines of server_old.log", "tail -n 10 server_old.log"),
+    ("print the last line of notes_2019.md", "tail -n 1 notes_2019.md"),
+    ("what is in todo_list.txt", "cat todo_list.txt"),
+    ("show the contents of config_old.ini", "cat config_old.ini"),
+    ("find the lines with TODO in main_v2.c", "grep TODO main_v2.c"),
+    ("search for warning in build_old.log", "grep warning build_old.log"),
+    ("sort the lines of guests_2019.txt", "sort guests_2019.txt"),
+    ("list the files here", "ls -la"),
+    ("what files are in this folder", "ls"),
+    ("list the .csv files", "ls *.csv"),
+    ("show only the .json files", "ls *.json"),
+    ("how many files are in the docs_old folder", "ls docs_old | wc -l"),
+    ("count the files here", "ls | wc -l"),
+    ("create a file memo_new.txt containing buy milk", "echo 'buy milk' > memo_new.txt"),
+    ("write hello world into greeting_new.txt", "echo 'hello world' > greeting_new.txt"),
+    ("append the line done to tasks_new.txt", "echo 'done' >> tasks_new.txt"),
+    ("add the word end at the end of list_new.txt", "echo 'end' >> list_new.txt"),
+    ("create an empty file called build_new.log", "touch build_new.log"),
+    ("make a folder named photos_new", "mkdir -p photos_new"),
+    ("create a directory called cache_new", "mkdir -p cache_new"),
+    ("copy song_v1.mp3 to song_v2.mp3", "cp -n song_v1.mp3 song_v2.mp3"),
+    ("rename draft_old.txt to draft_new.txt", "mv -n draft_old.txt draft_new.txt"),
+    ("what time is it", "date"),
+    ("show the date and time", "date"),
+    ("who am I logged in as", "whoami"),
+    ("show my user name", "whoami"),
+    ("what is the hostname of this machine", "hostname"),
+    ("print the working directory", "pwd"),
+    ("which node version is installed", "node --version"),
+    ("how much disk space is free", "df -h"),
+    ("disk usage of the photos_old folder", "du -sh photos_old"),
+)
+
+#: Examples shown per task. Measured on 10 tasks: 2 got 9 right, 1 got 7 (no second shape to fall
+#: back on), 4 got 2 of the first 5 (the distractors: `tail` for "the first 3 lines").
+EXAMPLES_SHOWN = 2
+#: Only this much of the task is compared with the examples (a pasted log can be huge).
+MATCHED_TASK_CHARS = 2000
+_WORD = re.compile(r"[a-z0-9]+")
+_IGNORED_WORDS = frozenset({
+    "a", "an", "the", "of", "in", "on", "to", "is", "are", "do", "does", "i", "me", "my", "it",
+    "this", "that", "here", "for", "with", "and", "named", "called", "have", "has",
+})
+#: A bare extension (".txt", "*.py") stands for "files of a kind", whichever the kind.
+_EXTENSION = re.compile(r"\*?\.[a-z0-9]+")
+
+ANSWER_ONLY_INSTRUCTIONS = "Reply with one line only: answer: <your answer>"
+RETRY_NOTE = "That command failed. Reply with a different command."
 
 REPLY_START = "<|im_start|>assistant\n"
+PROMPT_MARK = "$ "
+"""After a tool's name, starts a call: `bash$ ls -la`."""
+ANSWER_MARK = "answer: "
+"""Starts a final answer."""
 UNUSABLE_REPLY = "The local model produced an unusable reply (not one tool call or answer): {text}"
 
 
@@ -48,23 +110,21 @@ class Turn(NamedTuple):
 
 
 def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True) -> str:
-    """GBNF for one reply: a call of one of `tool_names`, or (if allowed) a final answer."""
-    names = " | ".join(json.dumps(json.dumps(name)) for name in tool_names)
+    """GBNF for one reply: a call of one of `tool_names` (`bash$ <command>` on one line), or, if
+    allowed, a final answer (`answer: <text>`).
+
+    The command is raw text, not a JSON string: inside JSON a small model that wants to write
+    `echo "hi"` ends the string at its quote (`echo ` ran), and its escapes go wrong.
+    """
     forms = ["call"] if tool_names else []
     if allow_answer or not tool_names:
         forms.append("answer")
     rules = [f"root ::= {' | '.join(forms)}"]
     if tool_names:
-        rules += [
-            f'call ::= "{{\\"tool\\": " ({names}) ", \\"command\\": " command "}}"',
-            f'command ::= "\\"" char{{1,{MAX_COMMAND_CHARS}}} "\\""',
-        ]
-    rules += [
-        f'answer ::= "{{\\"answer\\": \\"" char{{1,{MAX_ANSWER_CHARS}}} "\\"}}"',
-        # JSON string characters: anything but a quote, a backslash or a control character,
-        # or a JSON escape (so a multi-line command arrives as \n and json.loads decodes it).
-        'char ::= [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt]',
-    ]
+        names = " | ".join(json.dumps(f"{name}{PROMPT_MARK}") for name in tool_names)
+        rules.append(f"call ::= ({names}) [^\\x00-\\x1f\\x7f]{{1,{MAX_COMMAND_CHARS}}}")
+    # One line as well: allowed line breaks, the model rambled to the cap (minutes of CPU).
+    rules.append(f'answer ::= {json.dumps(ANSWER_MARK)} [^\\x00-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}} "\\n"?')
     return "\n".join(rules) + "\n"
 
 
@@ -72,39 +132,96 @@ def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True) -> st
 
 
 def tool_call_text(name: str, command: str) -> str:
-    """A tool call as the model writes it (also how earlier calls are shown back to it)."""
-    return json.dumps({"tool": name, "command": command}, ensure_ascii=False)
+    """A tool call as the model writes it (also how earlier calls are shown back to it): like a
+    shell prompt, `bash$ ls -la`. Line breaks of a longer command are shown as spaces."""
+    return f"{name}{PROMPT_MARK}{' '.join(command.splitlines())}"
 
 
 def build_turns(
     messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], *, max_tool_chars: int = 1500
 ) -> list[Turn]:
-    """The conversation as ChatML turns, with the reply format appended to the system prompt.
+    """The conversation as ChatML turns: instructions, the examples nearest to the task (the
+    first human message), then the messages.
 
     Tool results become plain user turns ("Output of `cmd`:"): SmolLM2 has no tool role, and the
-    text is kept exactly as rendered (no HTML escaping), only clipped to `max_tool_chars`.
+    text is kept exactly as rendered (no HTML escaping), only clipped to `max_tool_chars`. A
+    failed result asks for a different command. The agent's default system prompt, written for
+    large models (background jobs, outcome tags), is left out: to a 135M model it is noise. A
+    system prompt of the user's own is kept.
     """
     names = tool_names(tools)
-    instructions = FORMAT_INSTRUCTIONS.format(tool=names[0]) if names else ANSWER_ONLY_INSTRUCTIONS
     commands: dict[str, str] = {}
     system: list[str] = []
     turns: list[Turn] = []
     for message in messages:
         text = str(message.text)
         if isinstance(message, SystemMessage) and not turns:
-            system.append(text)
+            system += [] if text == DEFAULT_SYSTEM_PROMPT else [text]
         elif isinstance(message, SystemMessage):
             turns.append(Turn("system", text))
         elif isinstance(message, AIMessage):
             turns.append(Turn("assistant", _ai_text(message, commands)))
         elif isinstance(message, ToolMessage):
-            command = commands.get(message.tool_call_id)
-            head = f"Output of `{command}`:" if command else "Tool output:"
-            turns.append(Turn("user", f"{head}\n{clip(text, max_tool_chars)}"))
+            turns.append(Turn("user", _result_text(message, commands, max_tool_chars)))
         else:
             turns.append(Turn("user", text))
-    prompt = "\n\n".join([*system, _describe_tools(tools), instructions]).strip()
-    return [Turn("system", prompt), *turns]
+    if not names:
+        return [Turn("system", "\n\n".join([*system, ANSWER_ONLY_INSTRUCTIONS])), *turns]
+    instructions = SYSTEM_INSTRUCTIONS.format(tool=names[0])
+    task = next((str(m.text) for m in messages if isinstance(m, HumanMessage)), "")
+    return [Turn("system", "\n\n".join([*system, instructions])), *example_turns(names[0], task),
+            *turns]
+
+
+def nearest_examples(task: str, count: int | None = None) -> list[tuple[str, str]]:
+    """The `count` (default `EXAMPLES_SHOWN`) examples sharing the most words with `task`, the
+    nearest last (ties: the earlier example is nearer). Linear in the task's length, which is
+    capped."""
+    words = _words(task[:MATCHED_TASK_CHARS])
+    weights = _word_weights()
+
+    def score(i: int) -> tuple[float, int]:
+        return sum(weights[word] for word in words & _words(EXAMPLES[i][0])), -i
+
+    ranked = sorted(range(len(EXAMPLES)), key=score)
+    return [EXAMPLES[i] for i in ranked[-(count or EXAMPLES_SHOWN):]]
+
+
+@functools.cache
+def _word_weights() -> dict[str, float]:
+    """1 / the number of examples using a word: a rare word ("date", "append") says more about
+    the task than a common one ("show", "file")."""
+    counts = Counter(word for request, _command in EXAMPLES for word in _words(request))
+    return {word: 1 / count for word, count in counts.items()}
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words of `text` that say what to do: names of files (with a dot, an underscore or a
+    slash) and small words are left out; a bare extension counts as the word `<extension>`."""
+    tokens = text.lower().split()
+    kind = {"<extension>"} if any(_EXTENSION.fullmatch(token) for token in tokens) else set()
+    kept = (token for token in tokens if not any(c in token for c in "._/"))
+    return frozenset(word for token in kept for word in _WORD.findall(token)) - _IGNORED_WORDS | kind
+
+
+def example_turns(tool: str, task: str) -> list[Turn]:
+    """The examples nearest to `task` as request and reply turns."""
+    turns = []
+    for request, command in nearest_examples(task):
+        turns += [Turn("user", request), Turn("assistant", tool_call_text(tool, command))]
+    return turns
+
+
+def leading_turns(tools: Sequence[dict[str, Any]]) -> int:
+    """How many turns come before the conversation's own: the system turn and the examples."""
+    return 1 + (2 * EXAMPLES_SHOWN if tool_names(tools) else 0)
+
+
+def _result_text(message: ToolMessage, commands: dict[str, str], max_tool_chars: int) -> str:
+    command = commands.get(message.tool_call_id)
+    head = f"Output of `{command}`:" if command else "Tool output:"
+    text = f"{head}\n{clip(str(message.text), max_tool_chars)}"
+    return text if message.status == "success" else f"{text}\n{RETRY_NOTE}"
 
 
 def _ai_text(message: AIMessage, commands: dict[str, str]) -> str:
@@ -113,24 +230,7 @@ def _ai_text(message: AIMessage, commands: dict[str, str]) -> str:
         command = str(call["args"].get("command", ""))
         commands[call.get("id") or ""] = command
         lines.append(tool_call_text(call["name"], command))
-    return "\n".join(lines) or json.dumps({"answer": str(message.text)}, ensure_ascii=False)
-
-
-def _describe_tools(tools: Sequence[dict[str, Any]]) -> str:
-    """The tools the reply format can call; the others (the background-job tools, which take a
-    `job_id`) are named as unavailable, since the system prompt may mention them."""
-    lines, callable_names, others = [], tool_names(tools), []
-    for tool in tools:
-        function = tool.get("function", {})
-        if function.get("name") not in callable_names:
-            others.append(str(function.get("name")))
-            continue
-        description = str(function.get("description", "")).strip().split("\n")[0]
-        lines.append(f"Tool `{function.get('name')}`: {clip(description, 200)}")
-    if others:
-        lines.append(f"Not available in this reply format: {', '.join(others)} and background "
-                     "jobs; run every command in the foreground.")
-    return "\n".join(lines)
+    return "\n".join(lines) or f"{ANSWER_MARK}{message.text}"
 
 
 def tool_names(tools: Sequence[dict[str, Any]]) -> list[str]:
@@ -152,13 +252,15 @@ def to_chatml(turns: Sequence[Turn]) -> str:
     return "".join(chatml_turn(turn) for turn in turns) + REPLY_START
 
 
-def fit_turns(turns: list[Turn], count_tokens: Callable[[str], int], budget: int) -> list[Turn]:
+def fit_turns(turns: list[Turn], count_tokens: Callable[[str], int], budget: int, *,
+              leading: int = 1) -> list[Turn]:
     """Drop the oldest middle turns until the turns fit `budget` tokens (of `chatml_turn`s).
 
-    The system prompt (turn 0) and the task (turn 1) always stay, with a note saying how much was
-    left out; if the rest still does not fit, the longest turn is halved until it does.
+    The `leading` turns (the system prompt and the examples: `leading_turns`) and the task after
+    them always stay, with a note saying how much was left out; if the rest still does not fit,
+    the longest turn is halved until it does.
     """
-    head, middle = turns[:2], turns[2:]
+    head, middle = turns[: leading + 1], turns[leading + 1 :]
     dropped = 0
     counted: dict[Turn, int] = {}
 
@@ -191,34 +293,21 @@ def fit_turns(turns: list[Turn], count_tokens: Callable[[str], int], budget: int
 def parse_reply(text: str, names: Sequence[str], *, cut: bool = False) -> AIMessage:
     """The model's text as a tool call or a final answer; anything else becomes an answer saying so.
 
-    `cut` means the token cap stopped the reply: an answer cut short is still kept.
+    `cut` means the token cap stopped the reply: an answer cut short is still kept (marked), a
+    command cut short never runs.
     """
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = _salvage_answer(text) if cut else None
-    if isinstance(data, dict):
-        command, answer = data.get("command"), data.get("answer")
-        if data.get("tool") in names and isinstance(command, str) and command.strip():
+    for name in names:
+        command = text.removeprefix(f"{name}{PROMPT_MARK}")
+        if command != text and command.strip() and "\n" not in command and not cut:
             call_id = f"call_{uuid.uuid4().hex}"
-            args = {"command": command}
             return AIMessage(content="", tool_calls=[
-                {"name": str(data["tool"]), "args": args, "id": call_id, "type": "tool_call"}
+                {"name": name, "args": {"command": command.strip()}, "id": call_id, "type": "tool_call"}
             ])
-        if isinstance(answer, str) and answer.strip():
-            return AIMessage(content=answer.strip())
+    answer = text.removeprefix(ANSWER_MARK).removesuffix("\n")
+    answer = "" if "\n" in answer else answer.strip()
+    if text.startswith(ANSWER_MARK) and answer:
+        return AIMessage(content=f"{answer} [cut at the token cap]" if cut else answer)
     return AIMessage(content=UNUSABLE_REPLY.format(text=clip(text, 300) or "(empty)"))
-
-
-def _salvage_answer(text: str) -> dict[str, str] | None:
-    prefix = '{"answer": "'
-    if not text.startswith(prefix):
-        return None
-    body = text[len(prefix):].rstrip("\\")
-    try:
-        return {"answer": json.loads(f'"{body}"') + " [cut at the token cap]"}
-    except ValueError:
-        return None
 
 
 def previous_success(messages: Sequence[BaseMessage]) -> str | None:
@@ -235,3 +324,24 @@ def previous_success(messages: Sequence[BaseMessage]) -> str | None:
                     return str(call["args"].get("command", ""))
             return None
     return None
+
+
+def grounded_answer(messages: Sequence[BaseMessage], *, max_chars: int = 1500) -> str | None:
+    """The final answer once a command succeeded: the command and what it printed, verbatim.
+
+    A 135M model that writes its own answer makes one up (it copied a prompt example, or named a
+    directory that does not exist); the command's real output cannot be wrong about itself.
+    None while the last message is not a success.
+    """
+    command = previous_success(messages)
+    if command is None:
+        return None
+    output = str(messages[-1].text).strip()
+    if not output or output == NO_OUTPUT:
+        return f"Ran `{command}`: it succeeded and printed nothing."
+    return f"Ran `{command}`. Its output:\n{clip(output, max_chars)}"
+
+
+def has_result(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a command's result is in the conversation (before one, only a call is allowed)."""
+    return any(isinstance(message, ToolMessage) for message in messages)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +17,21 @@ from langchain_core.tools import tool
 from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.models import local as local_model
 from bashgraph.graph.models.local import LocalChatModel, create_local_model
-from bashgraph.graph.models.local_prompt import Turn, build_turns, chatml_turn, fit_turns, parse_reply, to_chatml
+from bashgraph.graph.models.local_prompt import (
+    EXAMPLES,
+    EXAMPLES_SHOWN,
+    RETRY_NOTE,
+    Turn,
+    build_turns,
+    chatml_turn,
+    fit_turns,
+    grounded_answer,
+    leading_turns,
+    nearest_examples,
+    parse_reply,
+    to_chatml,
+)
+from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
 from tests.support.isolated_model import isolated_local_model
 
 SYSTEM = "You are a careful engineer working in a Linux shell through the `bash` tool."
@@ -57,17 +73,78 @@ def test_tool_output_reaches_the_prompt_unescaped() -> None:
     assert turns[-1] == Turn("user", 'Output of `make && echo "<done>"`:\na && b > <out> "q"')
     for escaped in ("&amp;", "&lt;", "&gt;", "&quot;"):
         assert escaped not in prompt
-    assert '{"tool": "bash", "command": "make && echo \\"<done>\\""}' in prompt
+    assert '\nbash$ make && echo "<done>"<|im_end|>' in prompt
 
 
-def test_system_prompt_gets_the_reply_format_and_tools() -> None:
-    """The first turn is the caller's system prompt plus the tool list and the JSON reply forms."""
-    turns = build_turns([SystemMessage(SYSTEM), HumanMessage("task")], [BASH_SPEC])
+def test_prompt_is_instructions_then_examples_then_the_conversation() -> None:
+    """The first turn holds the caller's system prompt and the reply format; the examples
+    nearest to the task follow as request and reply turns, the nearest last; then the task."""
+    task = "how many words are in story.txt"
+    turns = build_turns([SystemMessage(SYSTEM), HumanMessage(task)], [BASH_SPEC])
     assert turns[0].role == "system"
     assert turns[0].text.startswith(SYSTEM)
-    assert "Tool `bash`: Run a bash command." in turns[0].text
-    assert '{"tool": "bash", "command": "pwd"}' in turns[0].text
-    assert turns[1] == Turn("user", "task")
+    assert "bash$ <the command>" in turns[0].text
+    leading = leading_turns([BASH_SPEC])
+    assert leading == 1 + 2 * EXAMPLES_SHOWN
+    examples = turns[1:leading]
+    assert [t.role for t in examples] == ["user", "assistant"] * EXAMPLES_SHOWN
+    request, command = nearest_examples(task)[-1]
+    assert examples[-2:] == [Turn("user", request),
+                             Turn("assistant", f"bash$ {command}")]
+    assert command.startswith("wc -w")
+    assert turns[leading:] == [Turn("user", task)]
+
+
+@pytest.mark.parametrize(("task", "program"), [
+    ("count the words of a.md", "wc -w"),
+    ("print the last 3 lines of x.log", "tail"),
+    ("list the .py files", "ls *."),
+    ("what is today's date", "date"),
+    ("put abc into out.txt", "echo"),
+])
+def test_the_nearest_example_shares_the_tasks_rarest_words(task: str, program: str) -> None:
+    """Words that few examples use weigh most; file names and small words do not count; a bare
+    extension matches any other."""
+    assert nearest_examples(task)[-1][1].startswith(program)
+
+
+def test_matching_a_huge_task_stays_fast() -> None:
+    """Only the task's head is compared: a pasted megabyte costs no more than its first 2,000
+    characters."""
+    started = time.process_time()
+    for _ in range(20):
+        nearest_examples("count the words " * 100_000)
+    assert len(nearest_examples("x " * 1_000_000)) == EXAMPLES_SHOWN
+    assert time.process_time() - started < 5  # linear and capped: milliseconds; quadratic: hours
+
+
+def test_the_default_system_prompt_is_left_out() -> None:
+    """The agent's default prompt (written for large models) is not shown to the small one."""
+    turns = build_turns([SystemMessage(DEFAULT_SYSTEM_PROMPT), HumanMessage("task")], [BASH_SPEC])
+    assert DEFAULT_SYSTEM_PROMPT not in turns[0].text
+    assert "bash_output" not in to_chatml(turns)
+
+
+def test_no_example_deletes_or_overwrites_anything() -> None:
+    """An example copied into an unrelated task must do no harm: none removes anything, `cp` and
+    `mv` never replace a file (-n), and each writes only to a file of its own (an unlikely
+    `*_new*` name)."""
+    for _request, command in EXAMPLES:
+        assert not re.search(r"\b(rm|rmdir|shred|truncate|dd|chmod|chown|sudo|kill)\b", command)
+        assert not re.match(r"(cp|mv) ", command) or command.split()[1] == "-n"
+        for target in re.findall(r">+\s*(\S+)", command):
+            assert "_new" in target, command  # a name of the example's own, not a user's file
+        assert not command.startswith("{")
+
+
+def test_a_failed_result_asks_for_a_different_command() -> None:
+    """After a failure the model reads the error and is told to change the command; a success
+    reads as plain output."""
+    failed = [HumanMessage("t"), call("cnt x"),
+              ToolMessage("[exit code 127] command not found", tool_call_id="call_1", status="error")]
+    assert build_turns(failed, [BASH_SPEC])[-1].text.endswith(RETRY_NOTE)
+    worked = [HumanMessage("t"), call("wc -l x"), ToolMessage("3 x", tool_call_id="call_1")]
+    assert build_turns(worked, [BASH_SPEC])[-1] == Turn("user", "Output of `wc -l x`:\n3 x")
 
 
 def test_long_tool_output_is_capped_head_and_tail() -> None:
@@ -95,6 +172,18 @@ def test_trimming_keeps_system_prompt_task_and_newest_turns() -> None:
     assert len(fitted) < len(turns)
 
 
+def test_trimming_keeps_the_examples() -> None:
+    """The leading turns (instructions and examples) and the task stay; older results go."""
+    turns = [Turn("system", "S"), Turn("user", "example"), Turn("assistant", "reply"),
+             Turn("user", "the task")]
+    for i in range(40):
+        turns += [Turn("assistant", f"step {i}"), Turn("user", f"output {i} " + "o" * 200)]
+    fitted = fit_turns(turns, approx_tokens, budget=600, leading=3)
+    assert fitted[:4] == turns[:4]
+    assert fitted[4].text.endswith("earlier messages omitted]")
+    assert fitted[-1] == turns[-1]
+
+
 def test_trimming_shortens_a_single_turn_that_is_too_long() -> None:
     """When dropping messages is not enough, the longest text is clipped until it fits."""
     turns = [Turn("system", "S" * 100), Turn("user", "task"), Turn("user", "y" * 20_000)]
@@ -115,25 +204,25 @@ def test_prompt_that_fits_is_left_alone() -> None:
 
 def test_reply_with_a_command_becomes_a_tool_call() -> None:
     """A JSON bash call is parsed into a LangChain tool call with a fresh call id."""
-    reply = parse_reply('{"tool": "bash", "command": "ls -la\\nwc -l x"}', ["bash"])
+    reply = parse_reply('bash$ echo "it\'s" > a\\b.txt ', ["bash"])
     assert reply.content == ""
     [tool_call] = reply.tool_calls
     assert tool_call["name"] == "bash"
-    assert tool_call["args"] == {"command": "ls -la\nwc -l x"}
+    assert tool_call["args"] == {"command": 'echo "it\'s" > a\\b.txt'}
     assert str(tool_call["id"]).startswith("call_")
     assert len(str(tool_call["id"])) > 10
 
 
 def test_reply_with_an_answer_becomes_plain_content() -> None:
     """A final answer has no tool calls, so the graph ends the run."""
-    reply = parse_reply('{"answer": "There are 3 files."}', ["bash"])
+    reply = parse_reply("answer: There are 3 files.\n", ["bash"])
     assert reply.content == "There are 3 files."
     assert not reply.tool_calls
 
 
 @pytest.mark.parametrize("text", [
-    "", "ls -la", '{"tool": "bash", "command": ""}', '{"tool": "python", "command": "x"}',
-    '{"tool": "bash", "command": "ls"', "[1, 2]",
+    "", "ls -la", "bash$ ", "bash$   ", "python$ x", "bash$ ls\nrm -rf x", '{"answer": "x"}', "answer: ",
+    "answer: two\nlines",
 ])
 def test_unusable_reply_becomes_an_explaining_answer(text: str) -> None:
     """Anything but one valid call or answer ends as an answer saying the reply was unusable."""
@@ -144,11 +233,43 @@ def test_unusable_reply_becomes_an_explaining_answer(text: str) -> None:
 
 def test_answer_cut_by_the_token_cap_is_kept() -> None:
     """An answer stopped by the cap is still shown (marked); a cut command never runs."""
-    answer = parse_reply('{"answer": "The files are a, b', ["bash"], cut=True)
+    answer = parse_reply("answer: The files are a, b", ["bash"], cut=True)
     assert answer.content == "The files are a, b [cut at the token cap]"
-    command = parse_reply('{"tool": "bash", "command": "rm -rf /tmp/x', ["bash"], cut=True)
+    command = parse_reply("bash$ rm -rf /tmp/x", ["bash"], cut=True)
     assert not command.tool_calls
     assert "unusable" in str(command.content)
+
+
+def test_after_a_success_the_answer_is_the_real_output() -> None:
+    """The final answer quotes the command and its output verbatim: nothing made up."""
+    messages: list[BaseMessage] = [HumanMessage("how many lines in a.txt"), call("wc -l a.txt"),
+                                   ToolMessage("7 a.txt", tool_call_id="call_1", status="success")]
+    assert grounded_answer(messages) == "Ran `wc -l a.txt`. Its output:\n7 a.txt"
+    quiet = [*messages[:2], ToolMessage("(no output)", tool_call_id="call_1", status="success")]
+    assert grounded_answer(quiet) == "Ran `wc -l a.txt`: it succeeded and printed nothing."
+    long = [*messages[:2], ToolMessage("a\n" + "x" * 5000 + "\nz", tool_call_id="call_1")]
+    answer = grounded_answer(long, max_chars=500) or ""
+    assert len(answer) < 600
+    assert "characters omitted" in answer
+    assert answer.endswith("z")
+
+
+def test_after_a_failure_or_before_any_command_there_is_no_grounded_answer() -> None:
+    failed = [HumanMessage("t"), call("cnt x"),
+              ToolMessage("[exit code 127] command not found", tool_call_id="call_1", status="error")]
+    assert grounded_answer(failed) is None
+    assert grounded_answer([HumanMessage("t")]) is None
+
+
+def test_the_answer_after_a_success_needs_no_model_call() -> None:
+    """After a success the reply is built from the output, so no model is loaded (the path does
+    not exist: loading it would fail)."""
+    model = LocalChatModel(model_path="/nonexistent.gguf").bind_tools([bash])
+    reply = model.invoke([HumanMessage("list the files"), call("ls"),
+                          ToolMessage("a.txt\nb.txt", tool_call_id="call_1", status="success")])
+    assert isinstance(reply, AIMessage)
+    assert not reply.tool_calls
+    assert reply.content == "Ran `ls`. Its output:\na.txt\nb.txt"
 
 
 def test_bind_tools_rejects_a_tool_without_a_command_argument() -> None:
@@ -250,7 +371,7 @@ def test_reply_after_a_tool_result_is_well_formed(agent_model: Runnable[Any, AIM
 def test_repeating_a_command_that_just_succeeded_gives_an_answer(
     agent_model: Runnable[Any, AIMessage],
 ) -> None:
-    """Re-running the command whose output is already shown is turned into a final answer."""
+    """After a command succeeded the reply is the final answer, built from its output."""
     messages: list[BaseMessage] = [
         SystemMessage(SYSTEM), HumanMessage(TASKS[0]), call("ls"),
         ToolMessage("README.md\nsetup.py\nsrc", tool_call_id="call_1", status="success"),
