@@ -224,3 +224,27 @@ def test_the_servers_usage_counts_the_prefix_it_saw() -> None:
     view: list[AnyMessage] = [SystemMessage("system"), HumanMessage(TASK), reply, answer_]
     assert request_tokens(view, 400, since=0) == 1_050 + estimate([answer_])
     assert request_tokens(view, 400, since=3) == 400 + estimate(view)
+
+
+def test_an_empty_reply_note_is_not_kept_as_a_task_after_a_summary(tmp_path: Path) -> None:
+    """The note asking again after an empty reply is the graph's, not a person's request: once
+    summarised it must not stand before the summary as a standing order to 'reply again'."""
+    commands = ["seq 1 3000; ls /nonexistent", *[f"seq 1 300; echo {i}" for i in range(30)]]
+    driver = Driver(commands, 4_096)
+    model = ScriptedChatModel([answer(""), *[driver] * (len(commands) * 3 + 20)])
+    config = AgentConfig(workdir=str(tmp_path), max_steps=len(commands) + 8, context_window=4_096)
+    agent = build_graph(model=model, config=config, checkpointer=InMemorySaver())
+    state = agent.invoke({"messages": [HumanMessage(TASK)]}, THREAD)
+    assert state["status"] == "done"
+    assert any(str(m.content).startswith("Your last reply was empty") for m in state["messages"])  # kept
+    summary_at = next(i for i, m in enumerate(driver.last) if str(m.content).startswith("[Context compacted"))
+    before = [str(m.content) for m in driver.last[:summary_at]]
+    assert TASK in before
+    assert not any(text.startswith("Your last reply was empty") for text in before)
+
+
+def test_every_note_the_graph_writes_starts_with_a_graph_prefix() -> None:
+    from bashgraph.graph import prompts
+    from bashgraph.graph.models.cutoff import empty_reply_note
+
+    assert str(empty_reply_note(AIMessage(content="")).content).startswith(prompts.GRAPH_MESSAGE_PREFIXES)
