@@ -16,6 +16,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 
+from bashgraph.graph.models.reasoning import reasoning_to_send
+
 CHARS_PER_TOKEN = 3
 #: What a message costs beyond its text: role markers, the tool-call id, separators.
 MESSAGE_OVERHEAD_TOKENS = 15
@@ -43,6 +45,10 @@ def message_tokens(message: AnyMessage) -> int:
             tokens += text_tokens(call["name"] + json.dumps(call["args"], ensure_ascii=False)) + 10
         for bad in message.invalid_tool_calls:
             tokens += text_tokens(str(bad.get("args") or "")) + 10
+        if message.tool_calls and (thinking := reasoning_to_send(message)) is not None:
+            # A reply that called tools carries its thinking back with it (graph/models/
+            # reasoning.py): it fills the window as the text does.
+            tokens += text_tokens(thinking[1])
     return tokens + MESSAGE_OVERHEAD_TOKENS
 
 
