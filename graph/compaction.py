@@ -40,6 +40,9 @@ ASK_SERVER_ABOVE = 4_096
 MAX_OVERFLOWS = 3
 #: Characters of one output a summary request shows the model (the ledger keeps the outcome).
 TRANSCRIPT_OUTPUT_CHARS = 600
+#: Share of the usable window the tasks kept verbatim before a summary may take: a thread given
+#: request after request would otherwise outgrow any window with its tasks alone.
+TASKS_SHARE = 0.12
 
 
 class ContextKeeper:
@@ -131,7 +134,12 @@ class Plan:
         }
         self.tokens_after = self._tokens(self.record)
         self.request: list[AnyMessage] | None = None
+        self.kept: list[int] = []
+        self.dropped: list[int] = []
         if self.tokens_after > self.budget.target and self.cut > self.start:
+            tasks = [*[i for i in old.get("kept", []) if i < self.start],
+                     *[i for i in range(self.start, self.cut) if is_task(messages[i])]]
+            self.kept, self.dropped = bound_tasks(messages, tasks, int(self.budget.usable * TASKS_SHARE))
             self.request = self._summary_request()
 
     def _tokens(self, record: ContextRecord) -> int:
@@ -139,7 +147,8 @@ class Plan:
         return request_tokens(view, self.keeper.fixed_tokens, since=len(view))
 
     def _summary_request(self) -> list[AnyMessage]:
-        lines = [line for m in self.messages[self.start:self.cut] if (line := transcript_line(m))]
+        older_tasks = [self.messages[i] for i in self.dropped if i < self.start]  # no longer kept
+        lines = [line for m in [*older_tasks, *self.messages[self.start:self.cut]] if (line := transcript_line(m))]
         room = int(self.budget.usable * 0.6) * CHARS_PER_TOKEN
         transcript = clip("\n".join([*self._earlier(), *lines]), room)
         return [SystemMessage(prompts.SUMMARY_INSTRUCTIONS), HumanMessage(transcript)]
@@ -168,7 +177,6 @@ class Plan:
         return update
 
     def _summarised(self, record: ContextRecord, text: str | None) -> ContextRecord:
-        tasks = [i for i in range(self.start, self.cut) if is_task(self.messages[i])]
         ledger, dropped = bound_ledger([*self.old.get("ledger", []), *ledger_lines(self.messages[self.start:self.cut])],
                                        int(self.budget.usable * 0.08) * CHARS_PER_TOKEN)
         omitted = self.old.get("ledger_omitted", 0) + dropped
@@ -177,7 +185,7 @@ class Plan:
             jobs=live_jobs(self.keeper.jobs, self.thread), text=text, ledger=ledger, omitted=omitted)
         return {**record, "summary": summary, "summary_upto": self.cut, "ledger": ledger,
                 "ledger_omitted": omitted,
-                "kept": [*self.old.get("kept", []), *tasks], "cleared_upto": max(record["cleared_upto"], self.cut)}
+                "kept": self.kept, "cleared_upto": max(record["cleared_upto"], self.cut)}
 
 
 def _first_new(view: Sequence[AnyMessage], record: ContextRecord, count: int) -> int:
@@ -211,6 +219,20 @@ def recent_start(messages: Sequence[AnyMessage], start: int, budget: Budget) -> 
 def is_task(message: AnyMessage) -> bool:
     """A person's request (kept verbatim), not a message the graph wrote (a re-plan...)."""
     return isinstance(message, HumanMessage) and not str(message.content).startswith(prompts.GRAPH_MESSAGE_PREFIXES)
+
+
+def bound_tasks(messages: Sequence[AnyMessage], tasks: list[int], room: int) -> tuple[list[int], list[int]]:
+    """(kept, summarised): the newest of the tasks at `tasks` that fit `room` tokens together,
+    in order, and the older ones. The newest task is kept whatever its size: it is the request
+    being worked on."""
+    kept: list[int] = []
+    used = 0
+    for index in reversed(tasks):
+        used += message_tokens(messages[index])
+        if kept and used > room:
+            break
+        kept.append(index)
+    return kept[::-1], tasks[:len(tasks) - len(kept)]
 
 
 def transcript_line(message: AnyMessage) -> str:

@@ -248,3 +248,20 @@ def test_every_note_the_graph_writes_starts_with_a_graph_prefix() -> None:
     from bashgraph.graph.models.cutoff import empty_reply_note
 
     assert str(empty_reply_note(AIMessage(content="")).content).startswith(prompts.GRAPH_MESSAGE_PREFIXES)
+
+
+def test_a_thread_of_many_tasks_keeps_fitting_its_window(tmp_path: Path) -> None:
+    """A long-lived thread given one request after another: the tasks kept verbatim before the
+    summary are bounded too, or they alone outgrow the window and every later request fails."""
+    driver = Driver([], 4_096)
+    model = ScriptedChatModel([driver] * 400)
+    config = AgentConfig(workdir=str(tmp_path), max_steps=1_000, context_window=4_096)
+    agent = build_graph(model=model, config=config, checkpointer=InMemorySaver())
+    statuses = []
+    for index in range(60):
+        task = f"request {index}: " + "look at the build log and tell me what went wrong there. " * 6
+        statuses.append(agent.invoke({"messages": [HumanMessage(task)]}, THREAD)["status"])
+    assert statuses == ["done"] * 60
+    assert max(driver.sizes) < 4_096
+    assert "request 59:" in str(driver.last[-1].content)  # the active request, whole
+    assert sum(str(m.content).startswith("request ") for m in driver.last) < 20
