@@ -31,7 +31,15 @@ from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.context import ContextRecord, failure_evidence, is_turn_start, model_messages, outcome_words
 from bashgraph.graph.models.window import ask_window, overflow_of
 from bashgraph.graph.state import AgentState
-from bashgraph.graph.tokens import CHARS_PER_TOKEN, DEFAULT_WINDOW, Budget, message_tokens, request_tokens
+from bashgraph.graph.tokens import (
+    CHARS_PER_TOKEN,
+    DEFAULT_WINDOW,
+    MESSAGE_OVERHEAD_TOKENS,
+    Budget,
+    message_tokens,
+    request_tokens,
+    text_tokens,
+)
 from bashgraph.tools.results import clip
 
 #: Below this estimate no window matters: the server is not asked until a request passes it.
@@ -53,6 +61,8 @@ class ContextKeeper:
         self.config = config
         self.summarizer = model.bind(tool_choice="none")
         self.fixed_tokens = fixed_tokens  # the tool schemas every request carries
+        # ... and the system prompt: the part of every request no compaction makes smaller.
+        self.fixed_request = fixed_tokens + text_tokens(config.system_prompt) + MESSAGE_OVERHEAD_TOKENS
         self.jobs = jobs
         self.served = served  # the chat model, when known: its window may be read from it
         self._window: int | None = config.context_window
@@ -96,7 +106,7 @@ class ContextKeeper:
 
     # -- the window ---------------------------------------------------------------------------
     def budget(self, record: ContextRecord, harder: bool = False) -> Budget:
-        return Budget(record.get("window") or self._window or DEFAULT_WINDOW, harder)
+        return Budget(record.get("window") or self._window or DEFAULT_WINDOW, harder, self.fixed_request)
 
     def _ask_server(self) -> None:
         with self._lock:
@@ -124,7 +134,8 @@ class Plan:
         learned = due.get("window") or old.get("window")
         if due.get("trigger") == "overflow" and not learned:
             learned = int(due.get("tokens", DEFAULT_WINDOW) * 0.75)  # the server said no number
-        self.budget = Budget(learned or keeper.budget(old).window, harder=due.get("trigger") == "overflow")
+        self.budget = Budget(learned or keeper.budget(old).window, harder=due.get("trigger") == "overflow",
+                             fixed=keeper.fixed_request)
         self.start = min(old.get("summary_upto", 0), len(messages))
         self.cut = recent_start(messages, self.start, self.budget)
         self.record: ContextRecord = {

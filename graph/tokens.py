@@ -93,6 +93,9 @@ class Budget:
     window: int
     harder: bool = False
     """After a context-length error: lower marks, so the retried request surely fits."""
+    fixed: int = 0
+    """Tokens every request carries whatever compaction does (system prompt, tool schemas): the
+    marks share out only the rest, or a small window would compact at nearly every step."""
 
     @property
     def reply(self) -> int:
@@ -104,19 +107,24 @@ class Budget:
         return self.window - self.reply
 
     @property
+    def room(self) -> int:
+        """What the conversation itself may take: the usable window less the fixed part."""
+        return max(self.usable - self.fixed, 0)
+
+    @property
     def high(self) -> int:
-        return int(self.usable * 0.45)
+        return self.fixed + int(self.room * 0.45)
 
     @property
     def target(self) -> int:
-        return int(self.usable * (0.15 if self.harder else 0.18))
+        return self.fixed + int(self.room * (0.15 if self.harder else 0.18))
 
     @property
     def recent(self) -> int:
         """Tokens of the newest turns kept whole by a compaction."""
-        return int(self.usable * (0.08 if self.harder else 0.1))
+        return int(self.room * (0.08 if self.harder else 0.1))
 
     @property
     def turn_cap(self) -> int:
         """Most tokens the outputs of one reply may take in the view."""
-        return int(self.usable * 0.3)
+        return int(self.room * 0.3)

@@ -265,3 +265,14 @@ def test_a_thread_of_many_tasks_keeps_fitting_its_window(tmp_path: Path) -> None
     assert max(driver.sizes) < 4_096
     assert "request 59:" in str(driver.last[-1].content)  # the active request, whole
     assert sum(str(m.content).startswith("request ") for m in driver.last) < 20
+
+
+def test_a_small_window_is_not_compacted_at_nearly_every_step(tmp_path: Path) -> None:
+    """The system prompt and the tool schemas are in every request whatever compaction does: the
+    marks share out only the rest, so in a 4k window a compaction is still several steps away
+    from the last one (it was 1-2 steps: a new prefix, and often a summary call, at each)."""
+    commands = [f"seq 1 60; echo {i}" for i in range(60)]
+    state, driver, agent = run(tmp_path, commands, 4_096, context_window=4_096)
+    assert state["status"] == "done"
+    assert max(driver.sizes) < 4_096
+    assert agent.get_state(THREAD).values["context"]["compactions"] <= 25  # was 58
