@@ -29,6 +29,7 @@ from langchain_core.runnables import Runnable
 from bashgraph.graph import prompts
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.context import ContextRecord, failure_evidence, is_turn_start, model_messages, outcome_words
+from bashgraph.graph.models.reasoning import split_think
 from bashgraph.graph.models.window import ask_window, overflow_of
 from bashgraph.graph.state import AgentState
 from bashgraph.graph.tokens import (
@@ -310,5 +311,7 @@ def served_window(config: AgentConfig, model: Any) -> int | None:
 
 
 def _reply_text(reply: Any) -> str | None:
-    text = reply.text if isinstance(reply, AIMessage) else None
+    """The summary a reply holds: its text without a leading `<think>` block (thinking is not
+    the summary, and clipped together the thinking would push the summary out)."""
+    text = split_think(reply.text)[1] if isinstance(reply, AIMessage) else None
     return clip(text.strip(), 4_000) if text and text.strip() else None

@@ -276,3 +276,26 @@ def test_a_small_window_is_not_compacted_at_nearly_every_step(tmp_path: Path) ->
     assert state["status"] == "done"
     assert max(driver.sizes) < 4_096
     assert agent.get_state(THREAD).values["context"]["compactions"] <= 25  # was 58
+
+
+def test_a_summary_written_after_a_think_block_keeps_only_the_summary(tmp_path: Path) -> None:
+    """A model that thinks in its text writes `<think>…</think>` before the summary: the thinking
+    is not the summary, and clipped with it, it pushed the summary itself out."""
+    summary = "Ran the checks; the listing of /nonexistent failed; next: report."
+
+    class Thinking(Driver):
+        def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+            if str(messages[0].content).startswith("You are compacting"):
+                return answer("<think>" + "Let me weigh what matters here. " * 400 + "</think>\n" + summary)
+            return super().__call__(messages)
+
+    commands = ["seq 1 3000; ls /nonexistent", *[f"seq 1 300; echo {i}" for i in range(30)]]
+    driver = Thinking(commands, 4_096)
+    model = ScriptedChatModel([driver] * (len(commands) * 3 + 20))
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), max_steps=40, context_window=4_096),
+                        checkpointer=InMemorySaver())
+    assert agent.invoke({"messages": [HumanMessage(TASK)]}, THREAD)["status"] == "done"
+    text = next(str(m.content) for m in driver.last if str(m.content).startswith("[Context compacted"))
+    assert summary in text
+    assert "<think>" not in text
+    assert "Let me weigh" not in text
