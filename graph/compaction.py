@@ -29,9 +29,18 @@ from langchain_core.runnables import Runnable
 from bashgraph.graph import prompts
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.context import ContextRecord, failure_evidence, is_turn_start, model_messages, outcome_words
+from bashgraph.graph.models.reasoning import split_think
 from bashgraph.graph.models.window import ask_window, overflow_of
 from bashgraph.graph.state import AgentState
-from bashgraph.graph.tokens import CHARS_PER_TOKEN, DEFAULT_WINDOW, Budget, message_tokens, request_tokens
+from bashgraph.graph.tokens import (
+    CHARS_PER_TOKEN,
+    DEFAULT_WINDOW,
+    MESSAGE_OVERHEAD_TOKENS,
+    Budget,
+    message_tokens,
+    request_tokens,
+    text_tokens,
+)
 from bashgraph.tools.results import clip
 
 #: Below this estimate no window matters: the server is not asked until a request passes it.
@@ -40,6 +49,9 @@ ASK_SERVER_ABOVE = 4_096
 MAX_OVERFLOWS = 3
 #: Characters of one output a summary request shows the model (the ledger keeps the outcome).
 TRANSCRIPT_OUTPUT_CHARS = 600
+#: Share of the usable window the tasks kept verbatim before a summary may take: a thread given
+#: request after request would otherwise outgrow any window with its tasks alone.
+TASKS_SHARE = 0.12
 
 
 class ContextKeeper:
@@ -50,6 +62,8 @@ class ContextKeeper:
         self.config = config
         self.summarizer = model.bind(tool_choice="none")
         self.fixed_tokens = fixed_tokens  # the tool schemas every request carries
+        # ... and the system prompt: the part of every request no compaction makes smaller.
+        self.fixed_request = fixed_tokens + text_tokens(config.system_prompt) + MESSAGE_OVERHEAD_TOKENS
         self.jobs = jobs
         self.served = served  # the chat model, when known: its window may be read from it
         self._window: int | None = config.context_window
@@ -93,7 +107,7 @@ class ContextKeeper:
 
     # -- the window ---------------------------------------------------------------------------
     def budget(self, record: ContextRecord, harder: bool = False) -> Budget:
-        return Budget(record.get("window") or self._window or DEFAULT_WINDOW, harder)
+        return Budget(record.get("window") or self._window or DEFAULT_WINDOW, harder, self.fixed_request)
 
     def _ask_server(self) -> None:
         with self._lock:
@@ -121,7 +135,8 @@ class Plan:
         learned = due.get("window") or old.get("window")
         if due.get("trigger") == "overflow" and not learned:
             learned = int(due.get("tokens", DEFAULT_WINDOW) * 0.75)  # the server said no number
-        self.budget = Budget(learned or keeper.budget(old).window, harder=due.get("trigger") == "overflow")
+        self.budget = Budget(learned or keeper.budget(old).window, harder=due.get("trigger") == "overflow",
+                             fixed=keeper.fixed_request)
         self.start = min(old.get("summary_upto", 0), len(messages))
         self.cut = recent_start(messages, self.start, self.budget)
         self.record: ContextRecord = {
@@ -131,7 +146,12 @@ class Plan:
         }
         self.tokens_after = self._tokens(self.record)
         self.request: list[AnyMessage] | None = None
+        self.kept: list[int] = []
+        self.dropped: list[int] = []
         if self.tokens_after > self.budget.target and self.cut > self.start:
+            tasks = [*[i for i in old.get("kept", []) if i < self.start],
+                     *[i for i in range(self.start, self.cut) if is_task(messages[i])]]
+            self.kept, self.dropped = bound_tasks(messages, tasks, int(self.budget.usable * TASKS_SHARE))
             self.request = self._summary_request()
 
     def _tokens(self, record: ContextRecord) -> int:
@@ -139,7 +159,8 @@ class Plan:
         return request_tokens(view, self.keeper.fixed_tokens, since=len(view))
 
     def _summary_request(self) -> list[AnyMessage]:
-        lines = [line for m in self.messages[self.start:self.cut] if (line := transcript_line(m))]
+        older_tasks = [self.messages[i] for i in self.dropped if i < self.start]  # no longer kept
+        lines = [line for m in [*older_tasks, *self.messages[self.start:self.cut]] if (line := transcript_line(m))]
         room = int(self.budget.usable * 0.6) * CHARS_PER_TOKEN
         transcript = clip("\n".join([*self._earlier(), *lines]), room)
         return [SystemMessage(prompts.SUMMARY_INSTRUCTIONS), HumanMessage(transcript)]
@@ -168,7 +189,6 @@ class Plan:
         return update
 
     def _summarised(self, record: ContextRecord, text: str | None) -> ContextRecord:
-        tasks = [i for i in range(self.start, self.cut) if is_task(self.messages[i])]
         ledger, dropped = bound_ledger([*self.old.get("ledger", []), *ledger_lines(self.messages[self.start:self.cut])],
                                        int(self.budget.usable * 0.08) * CHARS_PER_TOKEN)
         omitted = self.old.get("ledger_omitted", 0) + dropped
@@ -177,7 +197,7 @@ class Plan:
             jobs=live_jobs(self.keeper.jobs, self.thread), text=text, ledger=ledger, omitted=omitted)
         return {**record, "summary": summary, "summary_upto": self.cut, "ledger": ledger,
                 "ledger_omitted": omitted,
-                "kept": [*self.old.get("kept", []), *tasks], "cleared_upto": max(record["cleared_upto"], self.cut)}
+                "kept": self.kept, "cleared_upto": max(record["cleared_upto"], self.cut)}
 
 
 def _first_new(view: Sequence[AnyMessage], record: ContextRecord, count: int) -> int:
@@ -211,6 +231,20 @@ def recent_start(messages: Sequence[AnyMessage], start: int, budget: Budget) -> 
 def is_task(message: AnyMessage) -> bool:
     """A person's request (kept verbatim), not a message the graph wrote (a re-plan...)."""
     return isinstance(message, HumanMessage) and not str(message.content).startswith(prompts.GRAPH_MESSAGE_PREFIXES)
+
+
+def bound_tasks(messages: Sequence[AnyMessage], tasks: list[int], room: int) -> tuple[list[int], list[int]]:
+    """(kept, summarised): the newest of the tasks at `tasks` that fit `room` tokens together,
+    in order, and the older ones. The newest task is kept whatever its size: it is the request
+    being worked on."""
+    kept: list[int] = []
+    used = 0
+    for index in reversed(tasks):
+        used += message_tokens(messages[index])
+        if kept and used > room:
+            break
+        kept.append(index)
+    return kept[::-1], tasks[:len(tasks) - len(kept)]
 
 
 def transcript_line(message: AnyMessage) -> str:
@@ -277,5 +311,7 @@ def served_window(config: AgentConfig, model: Any) -> int | None:
 
 
 def _reply_text(reply: Any) -> str | None:
-    text = reply.text if isinstance(reply, AIMessage) else None
+    """The summary a reply holds: its text without a leading `<think>` block (thinking is not
+    the summary, and clipped together the thinking would push the summary out)."""
+    text = split_think(reply.text)[1] if isinstance(reply, AIMessage) else None
     return clip(text.strip(), 4_000) if text and text.strip() else None

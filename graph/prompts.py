@@ -52,10 +52,11 @@ def hint_message(hint: str) -> str:
     return f"A person looked at the environment fault and says: {hint}"
 
 
-#: How the messages the graph writes start (a re-plan, an escalation's outcome): they are not a
-#: person's task, so a compaction summarises them instead of keeping them verbatim.
+#: How the messages the graph writes start (a re-plan, an escalation's outcome, the note asking
+#: again after an empty reply): they are not a person's task, so a compaction summarises them
+#: instead of keeping them verbatim (a kept note would stand as an order to "reply again").
 GRAPH_MESSAGE_PREFIXES = ("Stop and re-plan:", "Environment fault:", "A person chose to skip",
-                          "A person looked at the environment fault")
+                          "A person looked at the environment fault", "Your last reply was empty:")
 
 SUMMARY_INSTRUCTIONS = """\
 You are compacting the history of a shell agent's work so it can continue in a smaller context.

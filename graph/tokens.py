@@ -16,6 +16,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
 
+from bashgraph.graph.models.reasoning import reasoning_to_send
+
 CHARS_PER_TOKEN = 3
 #: What a message costs beyond its text: role markers, the tool-call id, separators.
 MESSAGE_OVERHEAD_TOKENS = 15
@@ -43,6 +45,10 @@ def message_tokens(message: AnyMessage) -> int:
             tokens += text_tokens(call["name"] + json.dumps(call["args"], ensure_ascii=False)) + 10
         for bad in message.invalid_tool_calls:
             tokens += text_tokens(str(bad.get("args") or "")) + 10
+        if message.tool_calls and (thinking := reasoning_to_send(message)) is not None:
+            # A reply that called tools carries its thinking back with it (graph/models/
+            # reasoning.py): it fills the window as the text does.
+            tokens += text_tokens(thinking[1])
     return tokens + MESSAGE_OVERHEAD_TOKENS
 
 
@@ -87,6 +93,9 @@ class Budget:
     window: int
     harder: bool = False
     """After a context-length error: lower marks, so the retried request surely fits."""
+    fixed: int = 0
+    """Tokens every request carries whatever compaction does (system prompt, tool schemas): the
+    marks share out only the rest, or a small window would compact at nearly every step."""
 
     @property
     def reply(self) -> int:
@@ -98,19 +107,24 @@ class Budget:
         return self.window - self.reply
 
     @property
+    def room(self) -> int:
+        """What the conversation itself may take: the usable window less the fixed part."""
+        return max(self.usable - self.fixed, 0)
+
+    @property
     def high(self) -> int:
-        return int(self.usable * 0.45)
+        return self.fixed + int(self.room * 0.45)
 
     @property
     def target(self) -> int:
-        return int(self.usable * (0.15 if self.harder else 0.18))
+        return self.fixed + int(self.room * (0.15 if self.harder else 0.18))
 
     @property
     def recent(self) -> int:
         """Tokens of the newest turns kept whole by a compaction."""
-        return int(self.usable * (0.08 if self.harder else 0.1))
+        return int(self.room * (0.08 if self.harder else 0.1))
 
     @property
     def turn_cap(self) -> int:
         """Most tokens the outputs of one reply may take in the view."""
-        return int(self.usable * 0.3)
+        return int(self.room * 0.3)

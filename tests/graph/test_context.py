@@ -224,3 +224,78 @@ def test_the_servers_usage_counts_the_prefix_it_saw() -> None:
     view: list[AnyMessage] = [SystemMessage("system"), HumanMessage(TASK), reply, answer_]
     assert request_tokens(view, 400, since=0) == 1_050 + estimate([answer_])
     assert request_tokens(view, 400, since=3) == 400 + estimate(view)
+
+
+def test_an_empty_reply_note_is_not_kept_as_a_task_after_a_summary(tmp_path: Path) -> None:
+    """The note asking again after an empty reply is the graph's, not a person's request: once
+    summarised it must not stand before the summary as a standing order to 'reply again'."""
+    commands = ["seq 1 3000; ls /nonexistent", *[f"seq 1 300; echo {i}" for i in range(30)]]
+    driver = Driver(commands, 4_096)
+    model = ScriptedChatModel([answer(""), *[driver] * (len(commands) * 3 + 20)])
+    config = AgentConfig(workdir=str(tmp_path), max_steps=len(commands) + 8, context_window=4_096)
+    agent = build_graph(model=model, config=config, checkpointer=InMemorySaver())
+    state = agent.invoke({"messages": [HumanMessage(TASK)]}, THREAD)
+    assert state["status"] == "done"
+    assert any(str(m.content).startswith("Your last reply was empty") for m in state["messages"])  # kept
+    summary_at = next(i for i, m in enumerate(driver.last) if str(m.content).startswith("[Context compacted"))
+    before = [str(m.content) for m in driver.last[:summary_at]]
+    assert TASK in before
+    assert not any(text.startswith("Your last reply was empty") for text in before)
+
+
+def test_every_note_the_graph_writes_starts_with_a_graph_prefix() -> None:
+    from bashgraph.graph import prompts
+    from bashgraph.graph.models.cutoff import empty_reply_note
+
+    assert str(empty_reply_note(AIMessage(content="")).content).startswith(prompts.GRAPH_MESSAGE_PREFIXES)
+
+
+def test_a_thread_of_many_tasks_keeps_fitting_its_window(tmp_path: Path) -> None:
+    """A long-lived thread given one request after another: the tasks kept verbatim before the
+    summary are bounded too, or they alone outgrow the window and every later request fails."""
+    driver = Driver([], 4_096)
+    model = ScriptedChatModel([driver] * 400)
+    config = AgentConfig(workdir=str(tmp_path), max_steps=1_000, context_window=4_096)
+    agent = build_graph(model=model, config=config, checkpointer=InMemorySaver())
+    statuses = []
+    for index in range(60):
+        task = f"request {index}: " + "look at the build log and tell me what went wrong there. " * 6
+        statuses.append(agent.invoke({"messages": [HumanMessage(task)]}, THREAD)["status"])
+    assert statuses == ["done"] * 60
+    assert max(driver.sizes) < 4_096
+    assert "request 59:" in str(driver.last[-1].content)  # the active request, whole
+    assert sum(str(m.content).startswith("request ") for m in driver.last) < 20
+
+
+def test_a_small_window_is_not_compacted_at_nearly_every_step(tmp_path: Path) -> None:
+    """The system prompt and the tool schemas are in every request whatever compaction does: the
+    marks share out only the rest, so in a 4k window a compaction is still several steps away
+    from the last one (it was 1-2 steps: a new prefix, and often a summary call, at each)."""
+    commands = [f"seq 1 60; echo {i}" for i in range(60)]
+    state, driver, agent = run(tmp_path, commands, 4_096, context_window=4_096)
+    assert state["status"] == "done"
+    assert max(driver.sizes) < 4_096
+    assert agent.get_state(THREAD).values["context"]["compactions"] <= 25  # was 58
+
+
+def test_a_summary_written_after_a_think_block_keeps_only_the_summary(tmp_path: Path) -> None:
+    """A model that thinks in its text writes `<think>…</think>` before the summary: the thinking
+    is not the summary, and clipped with it, it pushed the summary itself out."""
+    summary = "Ran the checks; the listing of /nonexistent failed; next: report."
+
+    class Thinking(Driver):
+        def __call__(self, messages: list[BaseMessage]) -> AIMessage:
+            if str(messages[0].content).startswith("You are compacting"):
+                return answer("<think>" + "Let me weigh what matters here. " * 400 + "</think>\n" + summary)
+            return super().__call__(messages)
+
+    commands = ["seq 1 3000; ls /nonexistent", *[f"seq 1 300; echo {i}" for i in range(30)]]
+    driver = Thinking(commands, 4_096)
+    model = ScriptedChatModel([driver] * (len(commands) * 3 + 20))
+    agent = build_graph(model=model, config=AgentConfig(workdir=str(tmp_path), max_steps=40, context_window=4_096),
+                        checkpointer=InMemorySaver())
+    assert agent.invoke({"messages": [HumanMessage(TASK)]}, THREAD)["status"] == "done"
+    text = next(str(m.content) for m in driver.last if str(m.content).startswith("[Context compacted"))
+    assert summary in text
+    assert "<think>" not in text
+    assert "Let me weigh" not in text

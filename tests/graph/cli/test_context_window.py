@@ -128,3 +128,19 @@ def test_the_compaction_is_shown_in_plain_lines(cli: Cli, openai_server: FakeOpe
     assert result.code == 0, result.err
     assert "context compacted: " in result.out
     assert "old outputs cleared" in result.out
+
+
+def test_reasoning_sent_back_counts_toward_the_window(cli: Cli, openai_server: FakeOpenAIServer) -> None:
+    """A reasoning model's thinking goes back with every reply that called a tool, so it fills
+    the window as outputs do: small outputs, 9,000 characters of thinking per step. Counting
+    only the text, compaction found nothing to do and the run ended refused, as `failed`."""
+    from tests.support.openai_shapes import shaped
+
+    windowed(openai_server, 16_384)
+    thinking = "I should look at the next file before I decide anything. " * 160
+    openai_server.add(*(shaped(tool_call("bash", {"command": f"echo step {i}"}), reasoning=thinking)
+                        for i in range(14)), text("done"))
+    result = cli("run", TASK, "--json", "--max-steps", "40", "--context-window", "16384", timeout=120)
+    assert result.code == 0, result.err
+    assert result.events[-1]["status"] == "done"
+    assert openai_server.refused == []
