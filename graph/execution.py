@@ -22,7 +22,6 @@ import dataclasses
 import functools
 import hashlib
 import os
-import shutil
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -44,22 +43,20 @@ from bashgraph.graph.call_journal import (
     unrecorded_result,
 )
 from bashgraph.graph.config import AgentConfig
-from bashgraph.graph.errors import ConfigError
 from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.graph.partial_output import PartialOutput
+from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.results import CommandResult, args_error
-from bashgraph.tools.runner.capture import default_spill_dir
 from bashgraph.tools.runner.drive import in_thread, to_its_end
 from bashgraph.tools.runner.live import OutputCallback
-from bashgraph.tools.runner.options import RunOptions
 from bashgraph.tools.runner.process import arun_command, run_command
 from bashgraph.tools.safety.redact import Redactor
-from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
+from bashgraph.tools.safety.sandbox import BwrapSandbox
 
 _T = TypeVar("_T")
 
@@ -86,22 +83,6 @@ class _CutOff:
     entry: JournalEntry
 
 
-@dataclass(frozen=True)
-class Setup:
-    """What every run of one Executor shares, looked up once (see the module docstring)."""
-
-    workdir: str
-    sandbox: BwrapSandbox | None
-    options: RunOptions
-    """How commands run, from the config: the shell's path (absolute when found on PATH; else as
-    configured, and the spawn says why), the spill directory, the sandbox, the limits. Runs off
-    the event loop use them as they are: the runner asks `os.getcwd()` at each run, so a later
-    `os.chdir` is always seen."""
-    loop_options: RunOptions
-    """`options` with this process's directory (`process_cwd`), for runs on the event loop: they
-    must not ask, and run there with no `cd` needed."""
-
-
 class Executor:
     """Runs the model's tool calls with the agent's settings. One per compiled graph."""
 
@@ -124,7 +105,7 @@ class Executor:
         """Look up what runs need (blocking; once). ConfigError when the sandbox cannot work."""
         with self._setup_lock:
             if self._setup is None:
-                self._setup = self._look_up()
+                self._setup = look_up(self.config)
                 if self._setup.sandbox is not None:
                     self._close_sandbox = weakref.finalize(self, _close_quietly,
                                                            self._setup.sandbox)
@@ -244,29 +225,6 @@ class Executor:
             on_event(event)
         return answer.result
 
-    def _look_up(self) -> Setup:
-        config = self.config
-        workdir = os.path.abspath(config.workdir)
-        sandbox = None
-        if config.sandbox:
-            problem = _sandbox_problem()
-            if problem:
-                raise ConfigError(f"the sandbox is on, but {problem}")
-            sandbox = BwrapSandbox(workdir, allow_network=config.allow_network,
-                                   bwrap=shutil.which("bwrap") or "bwrap")
-        try:
-            here: str | None = os.getcwd()
-        except OSError:
-            here = None
-        options = RunOptions(
-            timeout=config.timeout_s, grace=config.grace_s, pass_env=config.pass_env,
-            shell=shutil.which(config.shell) or config.shell,
-            max_output_chars=config.max_output_chars,
-            spill_dir=config.spill_dir or str(default_spill_dir()), sandbox=sandbox,
-        )
-        return Setup(workdir=workdir, sandbox=sandbox, options=options,
-                     loop_options=dataclasses.replace(options, process_cwd=here))
-
     def settle(self, call: ToolCall, cwd: str | None, ctx: CallContext) -> CommandResult | None:
         """What became of a call that was never answered, run nothing (blocking: a sweep may wait
         up to grace + 5 s): its journaled result, `interrupted` once what is left of its run is
@@ -382,12 +340,6 @@ def collect_executors() -> Iterator[list[Executor]]:
 
 def _redacted(redactor: Redactor, callback: OutputCallback, stream: str, text: str) -> None:
     callback(stream, redactor.redact(text))
-
-
-@functools.cache
-def _sandbox_problem() -> str | None:
-    """Why bubblewrap cannot sandbox here (asked once per process: it starts bwrap)."""
-    return sandbox_available()
 
 
 def _event_loop_running() -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.tools.safety import one_line
 
 
 class ExitStatus(IntEnum):

@@ -21,7 +21,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.errors import ConfigError
-from bashgraph.graph.execution import Executor, _sandbox_problem, collect_executors
+from bashgraph.graph.execution import Executor, collect_executors
+from bashgraph.graph.run_setup import _sandbox_problem
 from bashgraph.graph.testing import ScriptedChatModel, answer, call
 from bashgraph.tools import CommandResult, Outcome, SpawnErrorKind
 from bashgraph.tools.safety.sandbox import find_pids_cgroup_parent, sandbox_available
