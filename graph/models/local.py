@@ -40,6 +40,8 @@ from bashgraph.graph.models.local_prompt import (
     leading_turns,
     parse_reply,
     reply_grammar,
+    request_words_text,
+    task_of,
     tool_names,
 )
 
@@ -127,8 +129,9 @@ class LocalChatModel(BaseChatModel):
                 budget = self.n_ctx - self.max_tokens - 16  # 16: the reply's opening marker, slack
                 turns = fit_turns(turns, lambda text: len(_encode(llama, text, special=True)), budget,
                                   leading=leading_turns(tools))
-                reply, usage = self._complete(llama, turns, leading_turns(tools), names,
-                                              allow_answer=may_answer, stop=stop)
+                grammar = reply_grammar(names, allow_answer=may_answer, task=task_of(messages),
+                                        words=request_words_text(messages))
+                reply, usage = self._complete(llama, turns, leading_turns(tools), names, grammar, stop=stop)
         reply.usage_metadata = usage
         reply.response_metadata = {"model_name": Path(self.model_path).name}
         return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -154,13 +157,12 @@ class LocalChatModel(BaseChatModel):
         return self._llama
 
     def _complete(
-        self, llama: Llama, turns: list[Turn], leading: int, names: list[str], *,
-        allow_answer: bool, stop: list[str] | None,
+        self, llama: Llama, turns: list[Turn], leading: int, names: list[str], gbnf: str, *,
+        stop: list[str] | None,
     ) -> tuple[AIMessage, UsageMetadata]:
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        grammar = LlamaGrammar.from_string(reply_grammar(names, allow_answer=allow_answer),
-                                           verbose=False)
+        grammar = LlamaGrammar.from_string(gbnf, verbose=False)
         _keep_only(llama, _encode_turns(llama, turns[:leading]))
         out = cast("CreateCompletionResponse", llama.create_completion(
             _encode_turns(llama, turns) + _encode(llama, REPLY_START, special=True),

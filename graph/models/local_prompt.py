@@ -17,12 +17,13 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from bashgraph.graph.models.local_shapes import SMALL_WORDS, command_rule, instruction_words
 from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
 from bashgraph.tools.results import NO_OUTPUT, clip
 
-#: Longest command / answer the grammar lets the model write. Bounding the strings ends a
-#: rambling reply in a parseable shape well before the token cap cuts it mid-string.
-MAX_COMMAND_CHARS = 200
+#: Longest answer the grammar lets the model write. Bounding it ends a rambling reply in a
+#: parseable shape well before the token cap cuts it mid-string (a command is bounded by its
+#: shape: `local_shapes`).
 MAX_ANSWER_CHARS = 600
 
 SYSTEM_INSTRUCTIONS = """\
@@ -33,8 +34,10 @@ Reply with one line only: {tool}$ <the command>"""
 #: earlier turns of the conversation, the nearest last: a 135M model adapts the example next to
 #: the task (another file name, another count) far more reliably than it follows a rule or picks
 #: from a long list (measured: docs/benchmarks.md). None is an answer (the answer is built from
-#: the real output: `grounded_answer`), none deletes anything, and each writes only to a file of
-#: its own with an unlikely name, so an example copied into an unrelated task does no harm.
+#: the real output: `grounded_answer`). The model writes an example's command only as its shape,
+#: filled with the task's own words (`local_shapes`), so an example's file is never touched. None
+#: overwrites a file (`cp -n`, `mv -n`, writes append); the two that delete share no word with
+#: the others, so only a task saying "delete" or "remove" comes near them.
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("how many lines are in report_2019.txt", "wc -l report_2019.txt"),
     ("count the lines of draft_v3.md", "wc -l draft_v3.md"),
@@ -55,8 +58,8 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("show only the .json files", "ls *.json"),
     ("how many files are in the docs_old folder", "ls docs_old | wc -l"),
     ("count the files here", "ls | wc -l"),
-    ("create a file memo_new.txt containing buy milk", "echo 'buy milk' > memo_new.txt"),
-    ("write hello world into greeting_new.txt", "echo 'hello world' > greeting_new.txt"),
+    ("create a file memo_new.txt containing buy milk", "echo 'buy milk' >> memo_new.txt"),
+    ("write hello world into greeting_new.txt", "echo 'hello world' >> greeting_new.txt"),
     ("append the line done to tasks_new.txt", "echo 'done' >> tasks_new.txt"),
     ("add the word end at the end of list_new.txt", "echo 'end' >> list_new.txt"),
     ("create an empty file called build_new.log", "touch build_new.log"),
@@ -73,6 +76,9 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("which node version is installed", "node --version"),
     ("how much disk space is free", "df -h"),
     ("disk usage of the photos_old folder", "du -sh photos_old"),
+    # Last, and worded with no common word, so only a task that says so comes near them.
+    ("delete old_draft.tmp", "rm old_draft.tmp"),
+    ("remove junk_old.log", "rm junk_old.log"),
 )
 
 #: Examples shown per task. Measured on 10 tasks: 2 got 9 right, 1 got 7 (no second shape to fall
@@ -81,10 +87,7 @@ EXAMPLES_SHOWN = 2
 #: Only this much of the task is compared with the examples (a pasted log can be huge).
 MATCHED_TASK_CHARS = 2000
 _WORD = re.compile(r"[a-z0-9]+")
-_IGNORED_WORDS = frozenset({
-    "a", "an", "the", "of", "in", "on", "to", "is", "are", "do", "does", "i", "me", "my", "it",
-    "this", "that", "here", "for", "with", "and", "named", "called", "have", "has",
-})
+_IGNORED_WORDS = SMALL_WORDS
 #: A bare extension (".txt", "*.py") stands for "files of a kind", whichever the kind.
 _EXTENSION = re.compile(r"\*?\.[a-z0-9]+")
 
@@ -109,12 +112,15 @@ class Turn(NamedTuple):
 # ----------------------------------------------------------------------------- grammar
 
 
-def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True) -> str:
+def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True, task: str = "",
+                  words: str | None = None) -> str:
     """GBNF for one reply: a call of one of `tool_names` (`bash$ <command>` on one line), or, if
     allowed, a final answer (`answer: <text>`).
 
     The command is raw text, not a JSON string: inside JSON a small model that wants to write
-    `echo "hi"` ends the string at its quote (`echo ` ran), and its escapes go wrong.
+    `echo "hi"` ends the string at its quote (`echo ` ran), and its escapes go wrong. It is one
+    of the shapes of `task`'s nearest examples, its slots filled with words of `words` (default:
+    the task) (`local_shapes`).
     """
     forms = ["call"] if tool_names else []
     if allow_answer or not tool_names:
@@ -122,7 +128,9 @@ def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True) -> st
     rules = [f"root ::= {' | '.join(forms)}"]
     if tool_names:
         names = " | ".join(json.dumps(f"{name}{PROMPT_MARK}") for name in tool_names)
-        rules.append(f"call ::= ({names}) [^\\x00-\\x1f\\x7f]{{1,{MAX_COMMAND_CHARS}}}")
+        rules.append(f"call ::= ({names}) command")
+        rules += command_rule(task if words is None else words, best_examples(task),
+                              instruction_words(EXAMPLES))
     # One line as well: allowed line breaks, the model rambled to the cap (minutes of CPU).
     rules.append(f'answer ::= {json.dumps(ANSWER_MARK)} [^\\x00-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}} "\\n"?')
     return "\n".join(rules) + "\n"
@@ -168,23 +176,48 @@ def build_turns(
     if not names:
         return [Turn("system", "\n\n".join([*system, ANSWER_ONLY_INSTRUCTIONS])), *turns]
     instructions = SYSTEM_INSTRUCTIONS.format(tool=names[0])
-    task = next((str(m.text) for m in messages if isinstance(m, HumanMessage)), "")
+    task = task_of(messages)
     return [Turn("system", "\n\n".join([*system, instructions])), *example_turns(names[0], task),
             *turns]
+
+
+def task_of(messages: Sequence[BaseMessage]) -> str:
+    """The task: the first human message's text ("" if there is none)."""
+    return next((str(m.text) for m in messages if isinstance(m, HumanMessage)), "")
+
+
+def request_words_text(messages: Sequence[BaseMessage]) -> str:
+    """What a command's own words may come from: the newest request (a thread goes on with new
+    ones), then the task."""
+    newest = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+    first = task_of(messages)
+    return newest if newest == first else f"{newest}\n{first}"
 
 
 def nearest_examples(task: str, count: int | None = None) -> list[tuple[str, str]]:
     """The `count` (default `EXAMPLES_SHOWN`) examples sharing the most words with `task`, the
     nearest last (ties: the earlier example is nearer). Linear in the task's length, which is
     capped."""
+    scores = _scores(task)
+    ranked = sorted(range(len(EXAMPLES)), key=lambda i: (scores[i], -i))
+    return [EXAMPLES[i] for i in ranked[-(count or EXAMPLES_SHOWN):]]
+
+
+def best_examples(task: str) -> list[tuple[str, str]]:
+    """Of the shown examples, those sharing the most with `task` (all shown if none shares a
+    word): the model, given a nearer and a farther shape, took the farther one too often
+    (`ls -la` for "list the .txt files", next to `ls *.csv`)."""
+    scores = _scores(task)
+    top = max(scores)
+    shown = nearest_examples(task)
+    return [example for example in shown if not top or scores[EXAMPLES.index(example)] == top]
+
+
+def _scores(task: str) -> list[float]:
+    """How much each example's request shares with `task`: the weights of the shared words."""
     words = _words(task[:MATCHED_TASK_CHARS])
     weights = _word_weights()
-
-    def score(i: int) -> tuple[float, int]:
-        return sum(weights[word] for word in words & _words(EXAMPLES[i][0])), -i
-
-    ranked = sorted(range(len(EXAMPLES)), key=score)
-    return [EXAMPLES[i] for i in ranked[-(count or EXAMPLES_SHOWN):]]
+    return [sum(weights[word] for word in words & _words(request)) for request, _command in EXAMPLES]
 
 
 @functools.cache
