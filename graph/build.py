@@ -56,7 +56,7 @@ def build_graph(
     store: BaseStore | None = None,
     journal: Journal | None = None,
 ) -> Agent:
-    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `store/session.py`).
+    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `session.py`).
 
     `model=None`: the model `config` names is made on the first model call (models/deferred.py),
     so a graph that is only inspected, forked or drawn needs none. A `LazyModel` does the same
