@@ -37,7 +37,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import PrivateAttr
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
 from bashgraph.graph.testing import calls_reply
 from bashgraph.tools.model_tools.bash_tool import make_bash_tool
 from bashgraph.tools.model_tools.job_tools import make_job_tools

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
 from bashgraph.tools.results import NO_OUTPUT, clip
 
 #: Longest command / answer the grammar lets the model write. Bounding the strings ends a
