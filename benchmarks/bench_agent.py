@@ -52,9 +52,9 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.session import open_session
 from bashgraph.graph.store.checkpoints import aopen_checkpointer
 from bashgraph.graph.store.journal import SqliteJournal
-from bashgraph.graph.store.session import open_session
 from bashgraph.tools.results import CommandResult, Outcome
 
 TARGET_STEP = 0.90

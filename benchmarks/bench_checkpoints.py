@@ -32,7 +32,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 COMMAND = "head -c 10240 /dev/zero | tr '\\0' a"

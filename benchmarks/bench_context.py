@@ -37,10 +37,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import PrivateAttr
 
 from bashgraph.graph import AgentConfig, build_graph
-from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
 from bashgraph.graph.testing import calls_reply
-from bashgraph.tools.bash_tool import make_bash_tool
-from bashgraph.tools.job_tools import make_job_tools
+from bashgraph.tools.model_tools.bash_tool import make_bash_tool
+from bashgraph.tools.model_tools.job_tools import make_job_tools
 
 TASK = "Work through the checks of this project one command at a time, then report what failed."
 SUMMARY = "Summary: ran the listed checks; failures are recorded with their commands."

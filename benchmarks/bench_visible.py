@@ -30,7 +30,7 @@ from rich.console import Console
 from bashgraph.graph.cli.markdown import MARKDOWN_MAX_CHARS
 from bashgraph.graph.cli.terminal import TerminalRenderer, _Running
 from bashgraph.tools.safety.redact import Redactor
-from bashgraph.tools.safety.visible import one_line, visible
+from bashgraph.tools.text import one_line, visible
 
 SIZES = (10_000, 100_000, 1_000_000)
 SHAPES: dict[str, str] = {

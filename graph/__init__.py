@@ -45,9 +45,9 @@ if TYPE_CHECKING:
         ThreadBusyError,
         UnfinishedThreadError,
     )
+    from bashgraph.graph.session import AsyncSession, Session, aopen_session, open_session
     from bashgraph.graph.state import FINAL_STATUSES, AgentInput, AgentState, PublicState
     from bashgraph.graph.store.checkpoints import open_checkpointer
-    from bashgraph.graph.store.session import AsyncSession, Session, aopen_session, open_session
 
 #: Where each public name lives.
 _HOMES = {
@@ -55,7 +55,7 @@ _HOMES = {
     "AgentConfig": "config", "draw": "draw", "BashgraphError": "errors", "ConfigError": "errors",
     "ModelError": "errors", "StoreError": "errors", "ThreadBusyError": "errors",
     "UnfinishedThreadError": "errors", "make_policy": "approval",
-    **dict.fromkeys(("Session", "AsyncSession", "open_session", "aopen_session"), "store.session"),
+    **dict.fromkeys(("Session", "AsyncSession", "open_session", "aopen_session"), "session"),
     **dict.fromkeys(("AgentState", "AgentInput", "PublicState", "FINAL_STATUSES"), "state"),
 }
 

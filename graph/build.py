@@ -38,8 +38,8 @@ from bashgraph.graph.routing import (
 )
 from bashgraph.graph.state import AgentInput, AgentState, PublicState
 from bashgraph.graph.tokens import text_tokens
-from bashgraph.tools.bash_tool import make_bash_tool
-from bashgraph.tools.job_tools import make_job_tools
+from bashgraph.tools.model_tools.bash_tool import make_bash_tool
+from bashgraph.tools.model_tools.job_tools import make_job_tools
 
 #: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
 #: input: LangGraph coerces message tuples), so they are typed loosely on purpose; the graph
@@ -56,7 +56,7 @@ def build_graph(
     store: BaseStore | None = None,
     journal: Journal | None = None,
 ) -> Agent:
-    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `store/session.py`).
+    """Compile the agent. `journal` makes resumes exactly-once (see `store/journal.py`, `session.py`).
 
     `model=None`: the model `config` names is made on the first model call (models/deferred.py),
     so a graph that is only inspected, forked or drawn needs none. A `LazyModel` does the same

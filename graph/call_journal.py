@@ -1,8 +1,9 @@
-"""A command journal as the executor sees it: its rows, its contract, each call's context, and
-what a resume reports for a command that started and never finished.
+"""A command journal as the executor sees it: its contract, each call's context, and what a
+resume reports for a command that started and never finished.
 
-The journals themselves live in `store/` (SQL in the session's database, or a LangGraph store
-under the server); this is what they have in common with the code that runs the calls.
+The journals themselves, and the rows they keep (`JournalEntry`: store/journal_rows.py), live
+in `store/` (SQL in the session's database, or a LangGraph store under the server); this is what
+they have in common with the code that runs the calls.
 """
 
 from __future__ import annotations
@@ -13,24 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bashgraph.graph.partial_output import Partial
+from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.runner.reaper import sweep
 
 #: Set in each journaled command's environment to its journal row's marker; every process the
 #: command starts inherits it, so a later resume can find them after this process died.
 CALL_MARKER_VAR = "BASHGRAPH_CALL_ID"
-
-@dataclass(frozen=True)
-class JournalEntry:
-    """What the journal knows of one call: when it started and, if it finished, its result."""
-
-    command: str
-    started_at: float
-    result: CommandResult | None = None
-    marker: str | None = None
-    """The value of `CALL_MARKER_VAR` in the command's environment (None in old rows)."""
-    host: str | None = None
-    """The host it started on: only there can its leftover processes be found."""
 
 
 class Journal(Protocol):

@@ -26,9 +26,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable
 
-from bashgraph.graph import prompts
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.context import ContextRecord, failure_evidence, is_turn_start, model_messages, outcome_words
+from bashgraph.graph.models import prompts
 from bashgraph.graph.models.reasoning import split_think
 from bashgraph.graph.models.window import ask_window, overflow_of
 from bashgraph.graph.state import AgentState

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from bashgraph.graph.errors import ConfigError
-from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
 
 EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
 ApprovalMode = Literal["never", "rules", "always"]

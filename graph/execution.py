@@ -37,7 +37,6 @@ from bashgraph.graph.call_journal import (
     CALL_MARKER_VAR,
     CallContext,
     Journal,
-    JournalEntry,
     interrupted_result,
     sweep_cut_off,
     unrecorded_result,
@@ -47,10 +46,11 @@ from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.graph.partial_output import PartialOutput
 from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
+from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
-from bashgraph.tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
-from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.jobs.table import JobRequest
+from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
+from bashgraph.tools.model_tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner.drive import in_thread, to_its_end
 from bashgraph.tools.runner.live import OutputCallback

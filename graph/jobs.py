@@ -31,47 +31,23 @@ import contextlib
 import os
 import queue
 import threading
-import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
-from bashgraph.tools.job_tools import KILL_TOOL_NAME, unknown_job
+from bashgraph.graph.store.journal_rows import FORK_SOURCE, JobJournal, JobRow
 from bashgraph.tools.jobs.sweep import sweep_marker
 from bashgraph.tools.jobs.table import Job, JobRequest, JobTable, started_result
+from bashgraph.tools.model_tools.job_tools import KILL_TOOL_NAME, unknown_job
 from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind, args_error, clip, spawn_failure
 
 #: Why a job was stopped, as its journal row and the model read it.
 RUN_ENDED = "the run ended"
 WORKER_GONE = "the worker process that ran it stopped"
-#: How a fork's journal records the jobs of the thread it was forked from (`note_source_jobs`).
-FORK_SOURCE = "started by the thread this one was forked from:"
 #: Live tail of a job's output shown per read (the model's result has the capped whole).
 EVENT_TAIL_CHARS = 2048
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """A job as the journal knows it."""
-
-    job_id: str
-    command: str
-    marker: str
-    owner: str
-    ended: str | None  # why it ended (None: never recorded as ended)
-
-
-@runtime_checkable
-class JobJournal(Protocol):
-    """The journal's job rows (graph/store/journal.py); a journal without them records no jobs."""
-
-    def job_started(self, thread_id: str, row: JobRow) -> None: ...
-
-    def job_ended(self, thread_id: str, job_id: str, why: str) -> None: ...
-
-    def job_rows(self, thread_id: str) -> list[JobRow]: ...
 
 
 class RunJobs:
@@ -268,23 +244,6 @@ class RunJobs:
         return [{"event": "job_end", "job_id": job.job_id, "state": job.state(),
                  "exit_code": code if code is not None and code >= 0 else None,
                  "signal": -code if code is not None and code < 0 else None}]
-
-
-def note_source_jobs(journal: object, source: str, fork: str) -> None:
-    """Give a new fork the job ids of its source as ended jobs it does not own: its own jobs are
-    numbered on from them (one id never names two jobs in one conversation), and asking for one
-    of them is an args error that says whose it is. Written in one transaction, already ended,
-    with a marker no process carries: nothing is ever swept for them."""
-    if not isinstance(journal, JobJournal) or not hasattr(journal, "jobs_inherited"):
-        return
-    inherited = [
-        # A fork of a fork: a job the source had from its own source keeps naming that one.
-        JobRow(row.job_id, row.command, f"fork-{uuid.uuid4().hex}", "",
-               row.ended if row.ended and row.ended.startswith(FORK_SOURCE) else f"{FORK_SOURCE} {source}")
-        for row in journal.job_rows(source)
-    ]
-    if inherited:
-        journal.jobs_inherited(fork, inherited)
 
 
 def _job_number(job_id: str) -> int:

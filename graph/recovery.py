@@ -18,10 +18,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.types import Command, interrupt
 
-from bashgraph.graph import prompts
 from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.execution import Executor
+from bashgraph.graph.models import prompts
 from bashgraph.graph.nodes import (
     end_event,
     end_jobs_if_final,

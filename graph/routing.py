@@ -18,9 +18,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 # Not typing.TypedDict: on Python < 3.12 pydantic refuses it (see graph/state.py).
 from typing_extensions import TypedDict
 
-from bashgraph.graph import prompts
 from bashgraph.graph.checks import Checker, PolicyChecks
 from bashgraph.graph.config import AgentConfig
+from bashgraph.graph.models import prompts
 from bashgraph.graph.state import (
     FINAL_STATUSES,
     AgentState,
@@ -31,7 +31,7 @@ from bashgraph.graph.state import (
     RunStatus,
     last_ai_message,
 )
-from bashgraph.tools.job_tools import JOB_TOOL_NAMES
+from bashgraph.tools.model_tools.job_tools import JOB_TOOL_NAMES
 from bashgraph.tools.results import CommandResult, Outcome
 
 END: Final = "__end__"

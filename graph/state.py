@@ -4,11 +4,18 @@ them. Plain JSON-able values only.
 
 Tool results travel as ToolMessages whose `artifact` is `CommandResult.to_dict()`; routing reads
 those artifacts, never the message text.
+
+`messages` is a DeltaChannel reduced by `merge_message_batches`: with it each checkpoint stores
+only the messages written in its step, so size grows linearly.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import operator
+import uuid
+from collections.abc import Sequence
+from functools import reduce
+from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
@@ -19,7 +26,6 @@ from typing_extensions import TypedDict
 
 from bashgraph.graph.checks import PolicyChecks
 from bashgraph.graph.context import ContextRecord
-from bashgraph.graph.store.checkpoints import merge_message_batches
 from bashgraph.tools.results import CommandResult
 
 RunStatus = Literal["running", "done", "failed", "aborted", "environment_fault"]
@@ -39,6 +45,56 @@ class Failure(TypedDict):
     code: str
     """Exit code, or the spawn error kind, or "args": with `command`, what makes a repeat."""
     evidence: str
+
+
+def merge_message_batches(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
+    """Reducer of the `messages` DeltaChannel: `add_messages` folded over each write in order.
+
+    A fold is batching-invariant by construction (`f(f(s, xs), ys) == f(s, xs + ys)`), which
+    DeltaChannel requires to replay stored writes in any grouping. The one non-deterministic
+    step of `add_messages`, a random id for a message without one, is replaced by an id derived
+    from the conversation so far: replaying the same writes always rebuilds the same ids.
+    """
+    return reduce(_merge_one, writes, list(state))
+
+
+def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
+    from langchain_core.messages import BaseMessage, convert_to_messages
+    from langgraph.graph.message import add_messages
+
+    batch = write if isinstance(write, list) else [write]
+    messages = [m if isinstance(m, BaseMessage) else convert_to_messages([m])[0] for m in batch]
+    anchor = f"{len(state)}:{state[-1].id if state else ''}"
+    for index, message in enumerate(messages):
+        if not message.id:
+            seed = f"{anchor}:{index}:{message.type}:{message.content!r}"
+            messages[index] = message.model_copy(update={"id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed))})
+    if _only_new(state, messages):
+        return [*state, *cast("list[AnyMessage]", messages)]  # add_messages' result, without its work
+    merged = add_messages(cast(Any, state), cast(Any, messages))
+    return cast("list[AnyMessage]", merged)
+
+
+_ID_OF = operator.attrgetter("id")
+
+
+def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
+    """True when every message of the write is a whole message (no chunk, no removal) whose id
+    is new, and the stored ones are whole messages with ids (as this reducer and add_messages
+    always store them): add_messages would then append the write unchanged, in order."""
+    from langchain_core.messages import BaseMessageChunk, RemoveMessage
+
+    ids = {message.id for message in messages}
+    if len(ids) != len(messages):
+        return False
+    if any(isinstance(message, (BaseMessageChunk, RemoveMessage)) for message in messages):
+        return False
+    # Over the stored messages, the same checks as one pass in C (map, set): this runs at every
+    # write, and a Python-level loop over a long thread's messages grew every step with it.
+    stored_ids = set(map(_ID_OF, state))
+    if None in stored_ids or not ids.isdisjoint(stored_ids):
+        return False
+    return not any(issubclass(kind, BaseMessageChunk) for kind in set(map(type, state)))
 
 
 #: The conversation channel: a DeltaChannel, so each checkpoint stores only the messages its

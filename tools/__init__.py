@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from bashgraph.tools.bash_tool import (
+    from bashgraph.tools.failures import KINDS
+    from bashgraph.tools.model_tools.bash_tool import (
         BASH_TOOL_NAME,
         BASH_TOOL_SCHEMA_TEXT,
         BashArgs,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
         make_bash_tool,
         validate_bash_args,
     )
-    from bashgraph.tools.failures import KINDS
     from bashgraph.tools.results import (
         NO_OUTPUT,
         TRANSIENT_KINDS,
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
         SpawnErrorKind,
         render_for_model,
     )
-    from bashgraph.tools.runner.environment import is_secret_name, scrub_env
+    from bashgraph.tools.runner.environment import scrub_env
     from bashgraph.tools.runner.options import (
         DEFAULT_GRACE,
         DEFAULT_MAX_OUTPUT_CHARS,
@@ -62,12 +62,14 @@ if TYPE_CHECKING:
         RunOptions,
     )
     from bashgraph.tools.runner.process import arun_command, run_command
+    from bashgraph.tools.safety.secret_names import is_secret_name
 
 #: Where each public name lives.
 _HOMES = {
     **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
-                     "validate_bash_args"), "bash_tool"),
-    **dict.fromkeys(("is_secret_name", "scrub_env"), "runner.environment"),
+                     "validate_bash_args"), "model_tools.bash_tool"),
+    "scrub_env": "runner.environment",
+    "is_secret_name": "safety.secret_names",
     **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "RunOptionFields",
                      "RunOptions"), "runner.options"),
     **dict.fromkeys(("arun_command", "run_command"), "runner.process"),

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from bashgraph.tools.failures import KINDS, TRANSIENT_KINDS, SpawnErrorKind, is_refusal
-from bashgraph.tools.safety.visible import one_line
+from bashgraph.tools.text import one_line
 
 # The kinds are declared with their taxonomy (failures.py); they stay public here, where callers
 # and stored checkpoints have always found them.

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from bashgraph.graph.config import AgentConfig
+if TYPE_CHECKING:  # a type only: the settings come from the core above, which builds the models
+    from bashgraph.graph.config import AgentConfig
 
 BoundModel = Runnable[LanguageModelInput, AIMessage]
 

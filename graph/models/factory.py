@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
-from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import BashgraphError, ConfigError, ModelError
 from bashgraph.graph.models.openai_compat import CompatibleChatOpenAI
 from bashgraph.graph.models.retry_after import resume_advice, retries_made, wait_asked
+
+if TYPE_CHECKING:  # a type only: the settings come from the core above, which builds the models
+    from bashgraph.graph.config import AgentConfig
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 """Model asked for when an endpoint or key is configured but no model name is."""

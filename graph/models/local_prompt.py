@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from bashgraph.graph.models.local_shapes import SMALL_WORDS, command_rule, instruction_words
-from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
 from bashgraph.tools.results import NO_OUTPUT, clip
 
 #: Longest answer the grammar lets the model write. Bounding it ends a rambling reply in a

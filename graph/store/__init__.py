@@ -1,5 +1,5 @@
 """bashgraph.graph.store: where runs are kept — checkpoints, the command journal, thread locks, threads
-and time travel, and the sessions that bind them to one database.
+and time travel. The sessions that bind them to one database are above it: `bashgraph.graph`.
 
 Every public name is imported on first use (module `__getattr__`): `read_threads`,
 `read_history` and `locate` serve the `bashgraph` command's quick paths without LangChain or
@@ -11,17 +11,13 @@ from typing import TYPE_CHECKING
 from bashgraph.tools.lazy_exports import lazy_exports
 
 __all__ = [
-    "AsyncSession",
     "CheckpointRow",
     "Location",
-    "Session",
     "ThreadInfo",
     "aopen_checkpointer",
-    "aopen_session",
     "default_db_path",
     "locate",
     "open_checkpointer",
-    "open_session",
     "read_history",
     "read_threads",
 ]
@@ -35,14 +31,12 @@ if TYPE_CHECKING:
         locate,
         open_checkpointer,
     )
-    from bashgraph.graph.store.session import AsyncSession, Session, aopen_session, open_session
 
 #: Where each public name lives.
 _HOMES = {
     **dict.fromkeys(("CheckpointRow", "ThreadInfo", "read_history", "read_threads"), "checkpoint_rows"),
     **dict.fromkeys(("Location", "aopen_checkpointer", "default_db_path", "locate", "open_checkpointer"),
                     "checkpoints"),
-    **dict.fromkeys(("AsyncSession", "Session", "aopen_session", "open_session"), "session"),
 }
 
 

@@ -10,31 +10,25 @@ Every way the database can be unusable (corrupt file, not a database, read-only 
 locked, unreachable server, bad URL) becomes one `StoreError` line naming the database.
 
 This module imports neither LangChain nor LangGraph at import time: `locate` and the error
-helpers serve the CLI's quick commands (`threads`, `history`). It also holds
-`merge_message_batches`, the reducer of the `messages` DeltaChannel: with it each checkpoint
-stores only the messages written in its step, so size grows linearly.
+helpers serve the CLI's quick commands (`threads`, `history`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import operator
 import os
 import sqlite3
-import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from bashgraph.graph.errors import StoreError
 from bashgraph.graph.store.setup_lock import asetting_up, setting_up
 
 if TYPE_CHECKING:
     import psycopg
-    from langchain_core.messages import AnyMessage
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 DB_ENV = "BASHGRAPH_DB"
@@ -289,55 +283,3 @@ async def aopen_checkpointer(url: str | None = None) -> AsyncIterator[BaseCheckp
                 async with asetting_up(pg):
                     await postgres.setup()
             yield postgres
-
-
-# -- the messages channel -------------------------------------------------------------------
-def merge_message_batches(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """Reducer of the `messages` DeltaChannel: `add_messages` folded over each write in order.
-
-    A fold is batching-invariant by construction (`f(f(s, xs), ys) == f(s, xs + ys)`), which
-    DeltaChannel requires to replay stored writes in any grouping. The one non-deterministic
-    step of `add_messages`, a random id for a message without one, is replaced by an id derived
-    from the conversation so far: replaying the same writes always rebuilds the same ids.
-    """
-    return reduce(_merge_one, writes, list(state))
-
-
-def _merge_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
-    # Imported here: `locate` and the error helpers serve the CLI's quick commands without them.
-    from langchain_core.messages import BaseMessage, convert_to_messages
-    from langgraph.graph.message import add_messages
-
-    batch = write if isinstance(write, list) else [write]
-    messages = [m if isinstance(m, BaseMessage) else convert_to_messages([m])[0] for m in batch]
-    anchor = f"{len(state)}:{state[-1].id if state else ''}"
-    for index, message in enumerate(messages):
-        if not message.id:
-            seed = f"{anchor}:{index}:{message.type}:{message.content!r}"
-            messages[index] = message.model_copy(update={"id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed))})
-    if _only_new(state, messages):
-        return [*state, *cast("list[AnyMessage]", messages)]  # add_messages' result, without its work
-    merged = add_messages(cast(Any, state), cast(Any, messages))
-    return cast("list[AnyMessage]", merged)
-
-
-_ID_OF = operator.attrgetter("id")
-
-
-def _only_new(state: list[AnyMessage], messages: list[Any]) -> bool:
-    """True when every message of the write is a whole message (no chunk, no removal) whose id
-    is new, and the stored ones are whole messages with ids (as this reducer and add_messages
-    always store them): add_messages would then append the write unchanged, in order."""
-    from langchain_core.messages import BaseMessageChunk, RemoveMessage
-
-    ids = {message.id for message in messages}
-    if len(ids) != len(messages):
-        return False
-    if any(isinstance(message, (BaseMessageChunk, RemoveMessage)) for message in messages):
-        return False
-    # Over the stored messages, the same checks as one pass in C (map, set): this runs at every
-    # write, and a Python-level loop over a long thread's messages grew every step with it.
-    stored_ids = set(map(_ID_OF, state))
-    if None in stored_ids or not ids.isdisjoint(stored_ids):
-        return False
-    return not any(issubclass(kind, BaseMessageChunk) for kind in set(map(type, state)))

@@ -33,9 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from bashgraph.graph.call_journal import JournalEntry
 from bashgraph.graph.errors import StoreError
-from bashgraph.graph.jobs import JobRow
 from bashgraph.graph.store.checkpoints import (
     connect_postgres,
     connect_sqlite,
@@ -44,6 +42,7 @@ from bashgraph.graph.store.checkpoints import (
     sqlite_errors,
 )
 from bashgraph.graph.store.group_commit import GroupCommit, discard_unfinished
+from bashgraph.graph.store.journal_rows import JobRow, JournalEntry
 from bashgraph.graph.store.setup_lock import setting_up
 from bashgraph.tools.results import CommandResult
 

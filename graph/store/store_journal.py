@@ -24,8 +24,8 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from bashgraph.graph.call_journal import JournalEntry
 from bashgraph.graph.errors import StoreError
+from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.graph.store.store_claim import claim
 from bashgraph.tools.results import CommandResult
 

@@ -20,7 +20,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 
 from bashgraph.graph.errors import BashgraphError, ConfigError
-from bashgraph.graph.jobs import note_source_jobs
 from bashgraph.graph.store.checkpoint_rows import (
     INTERRUPT_CHANNEL,
     TASK_CHARS,
@@ -29,6 +28,7 @@ from bashgraph.graph.store.checkpoint_rows import (
     compaction_text,
     outcome_text,
 )
+from bashgraph.graph.store.journal_rows import note_source_jobs
 from bashgraph.tools.results import CommandResult, clip
 
 __all__ = [

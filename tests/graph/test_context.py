@@ -244,7 +244,7 @@ def test_an_empty_reply_note_is_not_kept_as_a_task_after_a_summary(tmp_path: Pat
 
 
 def test_every_note_the_graph_writes_starts_with_a_graph_prefix() -> None:
-    from bashgraph.graph import prompts
+    from bashgraph.graph.models import prompts
     from bashgraph.graph.models.cutoff import empty_reply_note
 
     assert str(empty_reply_note(AIMessage(content="")).content).startswith(prompts.GRAPH_MESSAGE_PREFIXES)

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bashgraph.tools import invisible_gen
+from bashgraph.tools.invisible_ranges import BLANK_RANGES, HIDDEN_RANGES
 from bashgraph.tools.runner.capture import safe_text
-from bashgraph.tools.safety import invisible_gen
-from bashgraph.tools.safety.invisible_ranges import BLANK_RANGES, HIDDEN_RANGES
-from bashgraph.tools.safety.visible import BLANK, HIDDEN, NEWLINE, one_line, visible
+from bashgraph.tools.text import BLANK, HIDDEN, NEWLINE, one_line, visible
 
 #: Everything a terminal could act on, or that could hide or reorder text (tab and LF apart).
 FORBIDDEN = re.compile(
@@ -124,7 +124,7 @@ def test_the_table_is_what_the_unicode_properties_give() -> None:
     pytest.importorskip("regex")
     _version, hidden, blank = invisible_gen.derive()
     assert (tuple(hidden), tuple(blank)) == (HIDDEN_RANGES, BLANK_RANGES), (
-        "regenerate: python -m bashgraph.tools.safety.invisible_gen > tools/safety/invisible_ranges.py")
+        "regenerate: python -m bashgraph.tools.invisible_gen > tools/invisible_ranges.py")
 
 
 def test_every_code_point_that_draws_nothing_is_marked_and_nothing_else() -> None:

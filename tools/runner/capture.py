@@ -32,7 +32,7 @@ from typing import NamedTuple
 from bashgraph.tools.runner import spill_prune
 from bashgraph.tools.runner.binary import describe_binary, text_end
 from bashgraph.tools.runner.pacing import ReadPacer
-from bashgraph.tools.safety.visible import visible
+from bashgraph.tools.text import visible
 
 CHUNK_BYTES = 64 * 1024
 #: One read of a spilling stream: as much as the enlarged pipe holds.

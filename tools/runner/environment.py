@@ -2,75 +2,23 @@
 
 A model-driven shell will print `env` sooner or later, and whatever it prints lands in the model's
 context, the checkpoints and the logs. So every inherited variable whose *name* looks like a
-credential is dropped before the command starts, unless the caller names it in `pass_env`.
-
-The rule, case-insensitive, on the name split into words at `_`, `-` and `.`:
-
-* a word *contains* one of `SECRET_STEMS` (so `apikey`, `GITHUB_TOKEN`, `DB_PASSWORD`,
-  `SSH_AUTH_SOCK` all go), unless the word is one of `HARMLESS_WORDS` — a short, explicit list of
-  everyday words that merely contain a stem (`AUTHOR` in `GIT_AUTHOR_NAME`, `TOKENIZERS` in
-  `TOKENIZERS_PARALLELISM`, `KEYBOARD`);
-* or a word *is* one of `SECRET_WORDS` (short words too common as substrings: `PASS`, `PWD`),
-  except the shell's own `PWD`/`OLDPWD`;
-* or the name starts with one of `SECRET_PREFIXES` (whole vendor namespaces: `OPENAI_`, `AWS_`...);
-* or the *value* carries a password inside a URL (`postgresql://user:pw@host/db`).
-
-Dropping a harmless variable costs a `pass_env` entry; leaking a key costs the key, so the rule
-errs towards dropping.
+credential (`is_secret_name`), or whose value carries a password inside a URL
+(`has_secret_value`), is dropped before the command starts, unless the caller names it in
+`pass_env`. The rules are safety's (tools/safety/secret_names.py): redaction and the secret
+guard apply the same ones.
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import re
 from collections.abc import Iterable, Mapping
 
-SECRET_STEMS = (
-    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDS", "AUTH",
-    "PRIVATE", "COOKIE", "WEBHOOK",
-)
-SECRET_WORDS = frozenset({"PASS", "PWD", "PW", "PAT", "DSN"})
-HARMLESS_WORDS = frozenset({"AUTHOR", "AUTHORS", "KEYBOARD", "KEYMAP", "TOKENIZERS"})
-HARMLESS_NAMES = frozenset({"PWD", "OLDPWD"})
-SECRET_PREFIXES = (
-    "OPENAI_", "ANTHROPIC_", "LANGSMITH_", "LANGCHAIN_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",
-    "GCLOUD_", "GH_", "HF_", "HUGGING_FACE_", "HUGGINGFACE_", "MISTRAL_", "COHERE_", "GROQ_",
-    "GEMINI_", "DEEPSEEK_", "TOGETHER_", "REPLICATE_", "OPENROUTER_", "XAI_", "VERTEX_",
-    "SLACK_", "STRIPE_", "SENTRY_",
-)
+from bashgraph.tools.safety.secret_names import has_secret_value, is_secret_name
 
 #: What a command gets with `inherit_env=False` (when the parent has them), before `pass_env`.
 MINIMAL_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
                  "TMPDIR")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-_WORD_SPLIT = re.compile(r"[_.\-]+")
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:[^/@\s]+@")
-
-
-@functools.lru_cache(maxsize=4096)
-def is_secret_name(name: str) -> bool:
-    """True when an environment variable called `name` should not reach a command.
-
-    Cached: the same few dozen names are checked on every command.
-    """
-    upper = name.upper()
-    if upper in HARMLESS_NAMES:
-        return False
-    if upper.startswith(SECRET_PREFIXES):
-        return True
-    for word in _WORD_SPLIT.split(upper):
-        if word in SECRET_WORDS:
-            return True
-        if word not in HARMLESS_WORDS and any(stem in word for stem in SECRET_STEMS):
-            return True
-    return False
-
-
-def has_secret_value(value: str) -> bool:
-    """True when `value` embeds a password in a URL (`scheme://user:password@host`)."""
-    return "://" in value and _URL_PASSWORD.search(value) is not None
 
 
 def scrub_env(environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:

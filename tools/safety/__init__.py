@@ -1,5 +1,6 @@
 """bashgraph.tools.safety: what may run and what may be seen — approval rules and the shell reader
-behind them, the sandbox, secrets kept out, and text made safe for a terminal.
+behind them, the sandbox, secrets kept out, and text made safe for a terminal
+(`one_line`, `visible`: defined in tools/text.py, below this package, for `results.py` too).
 
 Every public name is imported on first use (module `__getattr__`), so the `bashgraph` command's
 quick paths load only the text helpers they print with.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from bashgraph.tools.safety.redact import Redactor
     from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
     from bashgraph.tools.safety.secret_guard import protect_secrets
-    from bashgraph.tools.safety.visible import one_line, visible
+    from bashgraph.tools.text import one_line, visible
 
 #: Where each public name lives.
 _HOMES = {
@@ -36,7 +37,7 @@ _HOMES = {
     **dict.fromkeys(("BwrapSandbox", "sandbox_available"), "sandbox"),
     "Redactor": "redact",
     "protect_secrets": "secret_guard",
-    **dict.fromkeys(("one_line", "visible"), "visible"),
+    **dict.fromkeys(("one_line", "visible"), ".text"),  # tools/text.py: results.py prints with them too
 }
 
 

@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bashgraph.tools.runner.environment import has_secret_value, is_secret_name
+from bashgraph.tools.safety.secret_names import has_secret_value, is_secret_name
 
 _PR_GET_DUMPABLE = 3
 _PR_SET_DUMPABLE = 4

@@ -29,7 +29,7 @@ from pydantic import SecretStr
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.models.factory import as_model_error, make_chat_model
 from bashgraph.graph.models.local import bundled_model_path
-from bashgraph.tools.bash_tool import make_bash_tool
+from bashgraph.tools.model_tools.bash_tool import make_bash_tool
 from tests.support.child_process import describe_exit
 from tests.support.ports import free_port
 

@@ -29,7 +29,7 @@ from bashgraph.graph.models.local_prompt import (
     nearest_examples,
     to_chatml,
 )
-from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
 from tests.support.isolated_model import isolated_local_model
 
 SYSTEM = "You are a careful engineer working in a Linux shell through the `bash` tool."

@@ -16,7 +16,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage, ToolCall
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel
 
 JOB = "echo $$ > {dir}/leader; exec sleep 300"

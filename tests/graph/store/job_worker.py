@@ -18,7 +18,7 @@ from collections.abc import Callable
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.tools.results import CommandResult
 

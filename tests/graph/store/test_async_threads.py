@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from bashgraph.graph import AgentConfig, AsyncSession, aopen_session
 from bashgraph.graph.errors import ConfigError, StoreError, ThreadBusyError
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 from tests.graph.store.test_threads import assert_fork_ran_on_its_own
 

@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer
 
 

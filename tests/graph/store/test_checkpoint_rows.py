@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig, StoreError
+from bashgraph.graph.session import Session, open_session
 from bashgraph.graph.store.checkpoint_rows import read_history, read_threads
-from bashgraph.graph.store.session import Session, open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 
 

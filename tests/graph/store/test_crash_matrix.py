@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from tests.graph.cli.conftest import REPO, ForkServer, Result, Running
 from tests.graph.store.conftest import POSTGRES_ENV, _delete_threads
 from tests.graph.store.crash_server import CRASH_COMMANDS, CRASH_EXIT

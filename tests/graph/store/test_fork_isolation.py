@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessa
 from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig
+from bashgraph.graph import session as session_module
 from bashgraph.graph.errors import ThreadBusyError
-from bashgraph.graph.jobs import note_source_jobs
-from bashgraph.graph.store import session as session_module
+from bashgraph.graph.session import open_session
 from bashgraph.graph.store import threads
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.store.journal_rows import note_source_jobs
 from bashgraph.graph.testing import ScriptedChatModel, answer, call
 
 

@@ -19,7 +19,7 @@ from rich.console import Console
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.cli.progress import job_line
 from bashgraph.graph.cli.terminal import TerminalRenderer
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel
 from bashgraph.tools.results import CommandResult
 from tests.tools.runner.proctools import gone_within, kill_quietly, running

@@ -12,10 +12,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from bashgraph.graph import AgentConfig, build_graph
+from bashgraph.graph.session import open_session
 from bashgraph.graph.store.checkpoint_rows import CheckpointRow, read_history
 from bashgraph.graph.store.checkpoints import open_checkpointer
 from bashgraph.graph.store.journal import open_journal
-from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer
 from tests.graph.store import job_worker
 from tests.graph.store.test_job_resume import spawn, wait_for

@@ -12,8 +12,8 @@ import pytest
 
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import StoreError
+from bashgraph.graph.session import open_session
 from bashgraph.graph.store.locks import lock_path
-from bashgraph.graph.store.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 

@@ -12,8 +12,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, Human
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 
-from bashgraph.graph.state import AgentState
-from bashgraph.graph.store.checkpoints import merge_message_batches
+from bashgraph.graph.state import AgentState, merge_message_batches
 
 texts = st.sampled_from(["ls", "done", "", "again"])
 human = st.builds(HumanMessage, content=texts, id=st.sampled_from([None, "h1", "h2"]))

@@ -23,8 +23,7 @@ from typing_extensions import TypedDict
 import bashgraph.graph.build as graph_build
 from bashgraph.graph import AgentConfig, Session, open_session
 from bashgraph.graph.checks import PolicyChecks
-from bashgraph.graph.state import Failure, NextHop, RunStatus
-from bashgraph.graph.store.checkpoints import merge_message_batches
+from bashgraph.graph.state import Failure, NextHop, RunStatus, merge_message_batches
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 #: Killed by a signal twice (a transient spawn error), then prints "fine".

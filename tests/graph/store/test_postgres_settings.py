@@ -19,15 +19,15 @@ from langchain_core.messages import HumanMessage
 
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import ThreadBusyError
+from bashgraph.graph.session import open_session
 from bashgraph.graph.store.checkpoints import connect_postgres
 from bashgraph.graph.store.locks import _advisory_holder, lock_key, thread_lock
-from bashgraph.graph.store.session import open_session
 from bashgraph.graph.store.setup_lock import setting_up
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 OPEN_AT = """
 import asyncio, sys, time
-from bashgraph.graph.store.session import aopen_session, open_session
+from bashgraph.graph.session import aopen_session, open_session
 url, at, form = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 
 async def aopen():

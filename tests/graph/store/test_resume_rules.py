@@ -8,7 +8,7 @@ from pathlib import Path
 from langchain_core.messages import ToolMessage
 
 from bashgraph.graph import AgentConfig
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 

@@ -13,8 +13,8 @@ from langgraph.types import Command
 
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import ConfigError, StoreError, ThreadBusyError, UnfinishedThreadError
+from bashgraph.graph.session import Session, open_session
 from bashgraph.graph.store.locks import thread_lock
-from bashgraph.graph.store.session import Session, open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, call, calls_reply
 
 

@@ -12,7 +12,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from bashgraph.graph import AgentConfig
 from bashgraph.graph.errors import UnfinishedThreadError
-from bashgraph.graph.store.session import open_session
+from bashgraph.graph.session import open_session
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-from bashgraph.tools.safety.invisible_ranges import BLANK_RANGES, HIDDEN_RANGES
+from bashgraph.tools.invisible_ranges import BLANK_RANGES, HIDDEN_RANGES
 
 #: Shown instead of a character that has no symbol of its own.
 HIDDEN = "\ufffd"

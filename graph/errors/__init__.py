@@ -1,4 +1,8 @@
-"""Conditions that end a run. Failures the model should see are data (CommandResult), not these."""
+"""Conditions that end a run. Failures the model should see are data (CommandResult), not these.
+
+A package of its own, the bottom layer of `bashgraph.graph`: the chat models (`models/`) and the
+store (`store/`) raise these too, and both sit below the graph core that exports them.
+"""
 
 
 class BashgraphError(Exception):
