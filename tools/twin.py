@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
-from bashgraph.tools.runner.drive import in_thread
-
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -53,7 +51,14 @@ def blocking(func: Callable[..., _T], *args: Any, **kwargs: Any) -> Step[_T]:
     """A call that may block: made where it stands in the sync form, in a thread of its own in
     the async form (the event loop's thread never waits for it)."""
     bound = functools.partial(func, *args, **kwargs)
-    return Step(bound, lambda: in_thread(asyncio.get_running_loop(), bound))
+    return Step(bound, functools.partial(_in_a_thread, bound))
+
+
+async def _in_a_thread(func: Callable[[], _T]) -> _T:
+    # Imported here: the store's modules use this one, and need the runner only for a thread.
+    from bashgraph.tools.runner.drive import in_thread
+
+    return await in_thread(asyncio.get_running_loop(), func)
 
 
 def run(steps: Steps[_R]) -> _R:
