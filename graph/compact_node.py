@@ -20,6 +20,7 @@ from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.window import overflow_of
 from bashgraph.graph.nodes import aend_jobs_if_final, end_jobs_if_final, thread_of
 from bashgraph.graph.state import FINAL_STATUSES, AgentState
+from bashgraph.tools import twin
 
 #: Where `compact` goes, with the label each edge is drawn with.
 COMPACT_EDGES = {"agent": "compacted", "__end__": "still too long"}
@@ -34,27 +35,22 @@ class CompactNode:
         self.summarizer: Runnable[Any, Any] = keeper.summarizer
 
     def compact(self, state: AgentState, config: RunnableConfig) -> Command[str]:
-        plan = self.keeper.plan(state, thread_of(config))
-        reply = None
-        if plan.request is not None:
-            try:
-                reply = self.summarizer.invoke(plan.request, config)
-            except Exception as exc:
-                if overflow_of(exc) is None:
-                    raise
-        update = end_jobs_if_final(self.executor, self._update(plan, reply), config)
-        return self._command(update)
+        return twin.run(self._compact_steps(state, config))
 
     async def acompact(self, state: AgentState, config: RunnableConfig) -> Command[str]:
+        return await twin.arun(self._compact_steps(state, config))
+
+    def _compact_steps(self, state: AgentState, config: RunnableConfig) -> twin.Steps[Command[str]]:
         plan = self.keeper.plan(state, thread_of(config))
         reply = None
         if plan.request is not None:
             try:
-                reply = await self.summarizer.ainvoke(plan.request, config)
+                reply = yield twin.call(self.summarizer.invoke, self.summarizer.ainvoke, plan.request, config)
             except Exception as exc:
                 if overflow_of(exc) is None:
                     raise  # not about length: the model's failure, as at any call
-        update = await aend_jobs_if_final(self.executor, self._update(plan, reply), config)
+        update = self._update(plan, reply)
+        update = yield twin.call(end_jobs_if_final, aend_jobs_if_final, self.executor, update, config)
         return self._command(update)
 
     def _update(self, plan: Plan, reply: Any) -> dict[str, Any]:

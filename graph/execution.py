@@ -1,6 +1,7 @@
 """Running one tool call for the graph: validate, consult the journal, run, record.
 
-The sync and async paths share `_begin` / `_finish`; only the line that runs the command differs.
+`run` and `arun` are one body (`_run_steps`, driven two ways: tools/twin.py); only the calls
+that may block differ: inline in `run`, in a thread (or awaited) in `arun`.
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
 this process's directory, the shell's path, the spill directory, and — with `config.sandbox` —
@@ -48,6 +49,7 @@ from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
+from bashgraph.tools import twin
 from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
 from bashgraph.tools.model_tools.job_tools import JOB_TOOL_NAMES, validate_job_args
@@ -123,68 +125,69 @@ class Executor:
             on_event: EventCallback | None = None) -> CommandResult:
         """Run one call; `on_output(stream, text)` gets its live output (redacted), `on_event`
         the job events it produced."""
-        setup = self.setup()  # before the journal: a set-up error must not look like a run
-        ctx = self._with_journal(ctx)
-        self.jobs.recover(ctx.thread_id)
-        if call["name"] in JOB_TOOL_NAMES:
-            return self._emitted(self._job_tool(call, ctx), on_event)
-        plan = self._begin(call, cwd, ctx)
-        if isinstance(plan, _CutOff):
-            swept = sweep_cut_off(plan.entry, self.config.grace_s)
-            return interrupted_result(plan.entry, swept, cwd, self._partial_of(setup, plan.entry))
-        if isinstance(plan, CommandResult):
-            return plan
-        if plan.background:
-            request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.options)
-            # The event names the call as the call's other events do (not by its journal key).
-            answer = self.jobs.start(request, ctx.thread_id, call.get("id") or "")
-            return self._finish(plan, self._emitted(answer, on_event))
-        result = run_command(plan.command, cwd=plan.cwd or setup.workdir,
-                             on_output=self._live(on_output), options=setup.options,
-                             timeout=plan.timeout or self.config.timeout_s,
-                             env={CALL_MARKER_VAR: plan.marker})
-        return self._finish(plan, result)
+        return twin.run(self._run_steps(call, cwd, ctx, on_output, on_event, on_loop=False))
 
     async def arun(self, call: ToolCall, cwd: str | None, ctx: CallContext,
                    on_output: OutputCallback | None = None,
                    on_event: EventCallback | None = None) -> CommandResult:
         """`run` for asyncio: no blocking call on the event loop (set-up runs in a thread, and
         so does every job operation; their events are emitted back on the loop's thread)."""
-        loop = asyncio.get_running_loop()
+        return await twin.arun(self._run_steps(call, cwd, ctx, on_output, on_event, on_loop=True))
+
+    def _run_steps(self, call: ToolCall, cwd: str | None, ctx: CallContext, on_output: OutputCallback | None,
+                   on_event: EventCallback | None, *, on_loop: bool) -> twin.Steps[CommandResult]:
+        """`run` and `arun`: each step that may block runs inline, or in a thread (tools/twin.py)."""
         setup = self._setup
-        if setup is None:
-            setup = await in_thread(loop, self.setup)
+        if setup is None:  # before the journal: a set-up error must not look like a run
+            setup = yield twin.blocking(self.setup)
         ctx = self._with_journal(ctx)
         if self.jobs.needs_recovery(ctx.thread_id):
-            await in_thread(loop, functools.partial(self.jobs.recover, ctx.thread_id))
+            yield twin.blocking(self.jobs.recover, ctx.thread_id)
         if call["name"] in JOB_TOOL_NAMES:
-            answer = await in_thread(loop, functools.partial(self._job_tool, call, ctx))
-            return self._emitted(answer, on_event)
-        plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
+            return self._emitted((yield twin.blocking(self._job_tool, call, ctx)), on_event)
+        plan = yield self._journal_step(ctx, self._begin, call, cwd, ctx)
         if isinstance(plan, _CutOff):
-            swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, self.config.grace_s))
-            recorded = await in_thread(loop, functools.partial(self._partial_of, setup, plan.entry))
+            swept = yield twin.blocking(sweep_cut_off, plan.entry, self.config.grace_s)
+            recorded = yield twin.blocking(self._partial_of, setup, plan.entry)
             return interrupted_result(plan.entry, swept, cwd, recorded)
         if isinstance(plan, CommandResult):
             return plan
+        options = setup.loop_options if on_loop else setup.options
         if plan.background:
-            request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.loop_options)
-            start = functools.partial(self.jobs.start, request, ctx.thread_id, call.get("id") or "")
-            started = self._emitted(await in_thread(loop, start), on_event)
-            return await self._journaled(ctx, functools.partial(self._finish, plan, started))
-        seen = PartialOutput() if ctx.journal is not None else None  # for a resume to report
+            request = JobRequest(plan.command, plan.cwd or setup.workdir, options)
+            # The event names the call as the call's other events do (not by its journal key).
+            answer = yield twin.blocking(self.jobs.start, request, ctx.thread_id, call.get("id") or "")
+            result = self._emitted(answer, on_event)
+        else:
+            command = {"cwd": plan.cwd or setup.workdir, "options": options,
+                       "timeout": plan.timeout or self.config.timeout_s, "env": {CALL_MARKER_VAR: plan.marker}}
+            result = yield twin.call(self._run_command, self._arun_command, plan, setup, on_output, command)
+        finished: CommandResult = yield self._journal_step(ctx, self._finish, plan, result)
+        return finished
+
+    def _run_command(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
+                     command: dict[str, Any]) -> CommandResult:
+        return run_command(plan.command, on_output=self._live(on_output), **command)
+
+    async def _arun_command(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
+                            command: dict[str, Any]) -> CommandResult:
+        """`arun_command`; cancelled, what the command printed so far is saved for a resume to
+        report (with a journal and a spill directory)."""
+        seen = PartialOutput() if plan.ctx.journal is not None else None
         try:
-            result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
-                                        on_output=self._live(partial_output.recording(seen, on_output)),
-                                        options=setup.loop_options,
-                                        timeout=plan.timeout or self.config.timeout_s,
-                                        env={CALL_MARKER_VAR: plan.marker})
+            return await arun_command(plan.command, on_output=self._live(partial_output.recording(seen, on_output)),
+                                      **command)
         except asyncio.CancelledError:
             if seen is not None and setup.options.spill_dir:
                 path = partial_output.record_path(setup.options.spill_dir, plan.marker)
-                await to_its_end(in_thread(loop, functools.partial(partial_output.save, path, seen.stopped_now())))
+                await to_its_end(in_thread(asyncio.get_running_loop(),
+                                           functools.partial(partial_output.save, path, seen.stopped_now())))
             raise
-        return await self._journaled(ctx, functools.partial(self._finish, plan, result))
+
+    def _journal_step(self, ctx: CallContext, step: Callable[..., _T], *args: Any) -> twin.Step[_T]:
+        """A step that writes the journal: inline in `run`; in `arun`, see `_journaled`."""
+        bound = functools.partial(step, *args)
+        return twin.Step(bound, functools.partial(self._journaled, ctx, bound))
 
     async def _journaled(self, ctx: CallContext, step: Callable[[], _T]) -> _T:
         """Run a step that writes the journal: in a thread when there is one, never on the loop.

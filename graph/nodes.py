@@ -1,8 +1,9 @@
 """The main loop's nodes: `agent` (model call), `tools` (run a batch of calls), `route`
 (error routing: only a batch with a failure goes there).
 
-Each node has a sync and an async form sharing every line but the blocking call, so one compiled
-graph serves invoke, stream, ainvoke and astream.
+Each node has a sync and an async form, one body driven two ways (tools/twin.py): its blocking
+calls run inline, or awaited / in a thread. So one compiled graph serves invoke, stream, ainvoke
+and astream.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langgraph.config import get_stream_writer
@@ -36,6 +37,7 @@ from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, wi
 from bashgraph.graph.output_preview import preview_fields
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
+from bashgraph.tools import twin
 from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
 from bashgraph.tools.runner.drive import in_thread
@@ -97,57 +99,47 @@ class LoopNodes:
 
     # -- agent ------------------------------------------------------------------------------
     def agent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        self.executor.jobs.recover(thread_of(config))  # jobs a dead worker left (graph/jobs.py)
-        fresh = new_run_reset(state)
-        state = {**state, **fresh}  # type: ignore[typeddict-item]
-        limit = self._step_limit(state)
-        update = fresh | (limit or self._call(state, config))
-        return end_jobs_if_final(self.executor, update, config)
+        return twin.run(self._agent_steps(state, config))
 
     async def aagent(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return await twin.arun(self._agent_steps(state, config))
+
+    def _agent_steps(self, state: AgentState, config: RunnableConfig) -> twin.Steps[dict[str, Any]]:
         thread = thread_of(config)
-        if self.executor.jobs.needs_recovery(thread):
-            await in_thread(asyncio.get_running_loop(), functools.partial(self.executor.jobs.recover, thread))
+        if self.executor.jobs.needs_recovery(thread):  # jobs a dead worker left (graph/jobs.py)
+            yield twin.blocking(self.executor.jobs.recover, thread)
         fresh = new_run_reset(state)
         state = {**state, **fresh}  # type: ignore[typeddict-item]
         limit = self._step_limit(state)
-        update = fresh | (limit or await self._acall(state, config))
-        return await aend_jobs_if_final(self.executor, update, config)
+        update = fresh | (limit or (yield from self._call_steps(state, config)))
+        return (yield from _end_jobs_steps(self.executor, update, config))
 
-    def _call(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+    def _call_steps(self, state: AgentState, config: RunnableConfig) -> twin.Steps[dict[str, Any]]:
         """The model's reply to the thread's view (graph/context.py), asked once more after an
         empty one; or the way to `compact` when the view would not fit, or did not (a
         context-length refusal)."""
-        view, compact_first = self.context.prepare(state)
+        prepared: tuple[list[AnyMessage], dict[str, Any] | None]
+        prepared = yield twin.call(self.context.prepare, self.context.aprepare, state)
+        view, compact_first = prepared
         if compact_first:
             return compact_first
         try:
-            first = self._clean(self.model.invoke(view, config))
+            first = self._clean((yield twin.call(self.model.invoke, self.model.ainvoke, view, config)))
             replies: list[AIMessage | HumanMessage] = [first]
             if self._ask_again(state, first):
                 note = empty_reply_note(first)
-                replies += [note, self._clean(self.model.invoke([*view, note], config))]
+                again = yield twin.call(self.model.invoke, self.model.ainvoke, [*view, note], config)
+                replies += [note, self._clean(again)]
         except Exception as exc:
             return self.context.overflowed(exc, state)  # raises what is not a refusal for length
-        return self._after_reply(state, replies)
-
-    async def _acall(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        view, compact_first = await self.context.aprepare(state)
-        if compact_first:
-            return compact_first
-        try:
-            first = self._clean(await self.model.ainvoke(view, config))
-            replies: list[AIMessage | HumanMessage] = [first]
-            if self._ask_again(state, first):
-                note = empty_reply_note(first)
-                replies += [note, self._clean(await self.model.ainvoke([*view, note], config))]
-        except Exception as exc:
-            return self.context.overflowed(exc, state)
         after = functools.partial(self._after_reply, state, replies)
         # The policy's checks are linear but not free (a 100 KB line: ~0.1-0.4 s): off the
         # event loop when they may take over a millisecond, so no other run waits on them.
         cheap = self.checker is None or checks_are_cheap(getattr(replies[-1], "tool_calls", None))
-        return after() if cheap else await in_thread(asyncio.get_running_loop(), after)
+        if cheap:
+            return after()
+        update: dict[str, Any] = yield twin.blocking(after)
+        return update
 
     def _step_limit(self, state: AgentState) -> dict[str, Any] | None:
         if state.get("steps", 0) < self.config.max_steps:
@@ -236,22 +228,24 @@ class LoopNodes:
         self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter,
         denied: dict[str, CommandResult],
     ) -> CommandResult:
-        emit(start_event(call, cwd))
-        live = output_events(call, emit)
-        result = denied.get(call.get("id") or "") or (
-            self.executor.run(call, cwd, ctx, live, emit) if _is_valid(call) else invalid_call_result(call))
-        emit(end_event(call, result))
-        return result
+        return twin.run(self._one_steps(call, cwd, ctx, emit, denied))
 
     async def _arun_one(
         self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter,
         denied: dict[str, CommandResult],
     ) -> CommandResult:
+        return await twin.arun(self._one_steps(call, cwd, ctx, emit, denied))
+
+    def _one_steps(
+        self, call: ToolCall, cwd: str | None, ctx: CallContext, emit: StreamWriter,
+        denied: dict[str, CommandResult],
+    ) -> twin.Steps[CommandResult]:
         emit(start_event(call, cwd))
         live = output_events(call, emit)
-        result = denied.get(call.get("id") or "") or (
-            await self.executor.arun(call, cwd, ctx, live, emit) if _is_valid(call)
-            else invalid_call_result(call))
+        result = denied.get(call.get("id") or "")
+        if result is None:
+            run = twin.call(self.executor.run, self.executor.arun, call, cwd, ctx, live, emit)
+            result = (yield run) if _is_valid(call) else invalid_call_result(call)
         emit(end_event(call, result))
         return result
 
@@ -285,21 +279,20 @@ class LoopNodes:
 
 def end_jobs_if_final(executor: Executor, update: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
     """When `update` ends the run (a final status), stop the run's background jobs first."""
-    if update.get("status") in FINAL_STATUSES:
-        emit = get_stream_writer()
-        for event in executor.jobs.end_run(thread_of(config)):
-            emit(event)
-    return update
+    return twin.run(_end_jobs_steps(executor, update, config))
 
 
 async def aend_jobs_if_final(
     executor: Executor, update: dict[str, Any], config: RunnableConfig
 ) -> dict[str, Any]:
     """`end_jobs_if_final` for asyncio: the stopping (which waits) runs in a thread."""
+    return await twin.arun(_end_jobs_steps(executor, update, config))
+
+
+def _end_jobs_steps(executor: Executor, update: dict[str, Any], config: RunnableConfig) -> twin.Steps[dict[str, Any]]:
     if update.get("status") in FINAL_STATUSES:
         emit = get_stream_writer()
-        stop = functools.partial(executor.jobs.end_run, thread_of(config))
-        for event in await in_thread(asyncio.get_running_loop(), stop):
+        for event in (yield twin.blocking(executor.jobs.end_run, thread_of(config))):
             emit(event)
     return update
 

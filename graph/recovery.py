@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, ToolCall
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, StreamWriter, interrupt
 
 from bashgraph.graph.call_journal import CallContext
 from bashgraph.graph.config import AgentConfig
@@ -33,6 +33,7 @@ from bashgraph.graph.nodes import (
 )
 from bashgraph.graph.routing import ESCALATION_CHOICES, decide_escalation, decide_on_answer
 from bashgraph.graph.state import AgentState, last_ai_message, latest_results
+from bashgraph.tools import twin
 from bashgraph.tools.results import CommandResult
 
 
@@ -65,20 +66,31 @@ class RecoveryNodes:
 
     # -- retry ------------------------------------------------------------------------------
     def retry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return twin.run(self._retry_steps(state, config))
+
+    async def aretry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        return await twin.arun(self._retry_steps(state, config))
+
+    def _retry_steps(self, state: AgentState, config: RunnableConfig) -> twin.Steps[dict[str, Any]]:
         reruns, ctx, delay = self._retry_plan(state, config)
         emit = get_stream_writer()
-        time.sleep(delay)
+        yield twin.call(time.sleep, asyncio.sleep, delay)
+        results: list[CommandResult] = yield twin.call(self._rerun, self._arerun, reruns, ctx, emit)
+        return self._retry_update(state, [call for call, _ in reruns], results, ctx)
+
+    def _rerun(self, reruns: list[tuple[ToolCall, str | None]], ctx: CallContext,
+               emit: StreamWriter) -> list[CommandResult]:
+        """The calls one after the other, each with its start and end events."""
         results = []
         for call, cwd in reruns:
             emit(start_event(call, cwd))
             results.append(self.executor.run(call, cwd, ctx, output_events(call, emit), emit))
             emit(end_event(call, results[-1]))
-        return self._retry_update(state, [call for call, _ in reruns], results, ctx)
+        return results
 
-    async def aretry(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        reruns, ctx, delay = self._retry_plan(state, config)
-        emit = get_stream_writer()
-        await asyncio.sleep(delay)
+    async def _arerun(self, reruns: list[tuple[ToolCall, str | None]], ctx: CallContext,
+                      emit: StreamWriter) -> list[CommandResult]:
+        """The calls together: every start event, then every end event."""
         for call, cwd in reruns:
             emit(start_event(call, cwd))
         results = await asyncio.gather(*(
@@ -86,7 +98,7 @@ class RecoveryNodes:
         ))
         for (call, _), result in zip(reruns, results, strict=True):
             emit(end_event(call, result))
-        return self._retry_update(state, [call for call, _ in reruns], list(results), ctx)
+        return list(results)
 
     def _retry_plan(
         self, state: AgentState, config: RunnableConfig

@@ -107,17 +107,16 @@ class CompatibleChatOpenAI(ChatOpenAI):
         return generation
 
     def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        calls, field = self._calls_of_stream(kwargs), _FieldOnce()
+        fixed = _FixedStream(self._calls_of_stream(kwargs))
         for chunk in super()._stream(*args, **kwargs):
-            yield field.tell(calls.fix(chunk) if calls else chunk)
-        if calls and (last := calls.last_chunk()) is not None:
-            yield last
+            yield fixed.chunk(chunk)
+        yield from fixed.tail()
 
     async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        calls, field = self._calls_of_stream(kwargs), _FieldOnce()
+        fixed = _FixedStream(self._calls_of_stream(kwargs))
         async for chunk in super()._astream(*args, **kwargs):
-            yield field.tell(calls.fix(chunk) if calls else chunk)
-        if calls and (last := calls.last_chunk()) is not None:
+            yield fixed.chunk(chunk)
+        for last in fixed.tail():
             yield last
 
     def _calls_of_stream(self, kwargs: dict[str, Any]) -> StreamedCalls | None:
@@ -136,6 +135,23 @@ def _reply_messages(response: dict[str, Any] | openai.BaseModel) -> list[dict[st
 
 #: response_metadata key of a delta's reasoning field, until `_FieldOnce` moves it.
 _DELTA_FIELD = "bashgraph_reasoning_field"
+
+
+class _FixedStream:
+    """What both forms of the stream do to its chunks: the calls reassembled (a chat-completions
+    stream), the reasoning field named once."""
+
+    def __init__(self, calls: StreamedCalls | None) -> None:
+        self.calls, self.field = calls, _FieldOnce()
+
+    def chunk(self, chunk: ChatGenerationChunk) -> ChatGenerationChunk:
+        return self.field.tell(self.calls.fix(chunk) if self.calls else chunk)
+
+    def tail(self) -> list[ChatGenerationChunk]:
+        """After the last chunk: what the reassembled calls still hold, if anything."""
+        if self.calls and (last := self.calls.last_chunk()) is not None:
+            return [last]
+        return []
 
 
 class _FieldOnce:

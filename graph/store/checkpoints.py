@@ -18,14 +18,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from bashgraph.graph.errors import StoreError
-from bashgraph.graph.store.setup_lock import asetting_up, setting_up
+from bashgraph.graph.store.setup_lock import holding_setup_lock
+from bashgraph.tools import twin
 
 if TYPE_CHECKING:
     import psycopg
@@ -144,32 +145,29 @@ def connect_postgres(conninfo: str, **options: Any) -> psycopg.Connection[Any]:
     """An autocommit connection set up as PostgresSaver requires (dict rows, no prepares),
     that neither the server nor the network ends for being idle (see `_connect_defaults`)."""
     import psycopg
-    from psycopg.rows import dict_row
 
-    try:
-        conn = psycopg.Connection.connect(
-            conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-            **_connect_defaults(conninfo), **options,
-        )
-        with contextlib.suppress(psycopg.errors.UndefinedObject):  # a server before 14 has none
-            conn.execute(_NEVER_IDLE_OUT)
-        return conn
-    except psycopg.Error as exc:
-        raise StoreError(f"checkpoint database {_hide_password(conninfo)}: {first_line(exc)}") from None
+    conn: psycopg.Connection[Any] = twin.run(_connecting(psycopg.Connection.connect, conninfo, options))
+    return conn
 
 
 async def aconnect_postgres(conninfo: str) -> psycopg.AsyncConnection[Any]:
     """Async form of `connect_postgres`."""
     import psycopg
+
+    conn: psycopg.AsyncConnection[Any] = await twin.arun(_connecting(psycopg.AsyncConnection.connect, conninfo, {}))
+    return conn
+
+
+def _connecting(connect: Callable[..., Any], conninfo: str, options: dict[str, Any]) -> twin.Steps[Any]:
+    """Both forms of `connect_postgres`: `connect` is the sync or the async connection's."""
+    import psycopg
     from psycopg.rows import dict_row
 
     try:
-        conn = await psycopg.AsyncConnection.connect(
-            conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row,
-            **_connect_defaults(conninfo),
-        )
-        with contextlib.suppress(psycopg.errors.UndefinedObject):
-            await conn.execute(_NEVER_IDLE_OUT)
+        conn = yield twin.same(connect, conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row,
+                               **_connect_defaults(conninfo), **options)
+        with contextlib.suppress(psycopg.errors.UndefinedObject):  # a server before 14 has none
+            yield twin.same(conn.execute, _NEVER_IDLE_OUT)
         return conn
     except psycopg.Error as exc:
         raise StoreError(f"checkpoint database {_hide_password(conninfo)}: {first_line(exc)}") from None
@@ -242,10 +240,8 @@ def open_checkpointer(url: str | None = None) -> Iterator[BaseCheckpointSaver[An
 
         conn = connect_sqlite(location.target)
         try:
-            conn.execute(f"PRAGMA synchronous={SAVER_SYNCHRONOUS}")
             saver = SqliteSaver(conn)
-            with sqlite_errors(location.label):
-                saver.setup()
+            twin.run(_set_up(conn, saver, location))
             yield saver
         finally:
             conn.close()
@@ -254,8 +250,7 @@ def open_checkpointer(url: str | None = None) -> Iterator[BaseCheckpointSaver[An
 
         with connect_postgres(location.target) as pg:
             postgres = PostgresSaver(pg)
-            with postgres_errors(location.label), setting_up(pg):
-                postgres.setup()
+            twin.run(_set_up(pg, postgres, location))
             yield postgres
 
 
@@ -269,17 +264,25 @@ async def aopen_checkpointer(url: str | None = None) -> AsyncIterator[BaseCheckp
 
         connect_sqlite(location.target).close()  # same checks and messages as the sync form
         async with aiosqlite.connect(location.target, timeout=BUSY_TIMEOUT_S) as conn:
-            await conn.execute(f"PRAGMA synchronous={SAVER_SYNCHRONOUS}")
             saver = AsyncSqliteSaver(conn)
-            with sqlite_errors(location.label):
-                await saver.setup()
+            await twin.arun(_set_up(conn, saver, location))
             yield saver
     else:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         async with await aconnect_postgres(location.target) as pg:
             postgres = AsyncPostgresSaver(pg)
-            with postgres_errors(location.label):
-                async with asetting_up(pg):
-                    await postgres.setup()
+            await twin.arun(_set_up(pg, postgres, location))
             yield postgres
+
+
+def _set_up(conn: Any, saver: Any, location: Location) -> twin.Steps[None]:
+    """Both forms of a saver's set-up, on its connection (sqlite3's, aiosqlite's or psycopg's):
+    SQLite's durability; on PostgreSQL, one worker at a time (setup_lock.py)."""
+    if location.kind == "sqlite":
+        yield twin.same(conn.execute, f"PRAGMA synchronous={SAVER_SYNCHRONOUS}")
+        with sqlite_errors(location.label):
+            yield twin.same(saver.setup)
+    else:
+        with postgres_errors(location.label):
+            yield from holding_setup_lock(conn, twin.same(saver.setup))

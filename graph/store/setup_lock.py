@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from bashgraph.tools import twin
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -34,38 +36,56 @@ def setting_up(conn: psycopg.Connection[Any]) -> Iterator[None]:
     `CREATE INDEX CONCURRENTLY`, which waits for every transaction already running to end; a
     worker blocked in `pg_advisory_lock` is such a transaction, and the server then reports a
     deadlock. Short tries end at once."""
-    import psycopg
-
-    deadline = time.monotonic() + SETUP_WAIT_S
-    while not _took(conn.execute(_TRY_SETUP, (SETUP_LOCK_KEY,)).fetchone()):
-        _still_waiting_for_setup(deadline)
-        time.sleep(0.05)
+    twin.run(_taking(conn))
     try:
         yield
     finally:
-        # A connection that broke inside the block has lost the lock with its session: the
-        # error that broke it is the one to report, not this release's.
-        if not conn.closed:
-            with contextlib.suppress(psycopg.Error):
-                conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
+        twin.run(_releasing(conn))
 
 
 @asynccontextmanager
 async def asetting_up(conn: psycopg.AsyncConnection[Any]) -> AsyncIterator[None]:
     """`setting_up` for an async connection."""
-    import psycopg
-
-    deadline = time.monotonic() + SETUP_WAIT_S
-    while not _took(await (await conn.execute(_TRY_SETUP, (SETUP_LOCK_KEY,))).fetchone()):
-        _still_waiting_for_setup(deadline)
-        await asyncio.sleep(0.05)
+    await twin.arun(_taking(conn))
     try:
         yield
     finally:
-        # As in `setting_up`; a cancellation that closed the connection stays a cancellation.
-        if not conn.closed:
-            with contextlib.suppress(psycopg.Error):
-                await conn.execute(_END_SETUP, (SETUP_LOCK_KEY,))
+        await twin.arun(_releasing(conn))
+
+
+def holding_setup_lock(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], step: twin.Step[Any]
+) -> twin.Steps[Any]:
+    """Both forms of `with setting_up(conn): step`: a shared body's step, the lock held."""
+    yield from _taking(conn)
+    try:
+        return (yield step)
+    finally:
+        yield from _releasing(conn)
+
+
+def _taking(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> twin.Steps[None]:
+    """Both forms of taking the lock: a try every 50 ms, until the deadline."""
+    deadline = time.monotonic() + SETUP_WAIT_S
+    while True:
+        cursor = yield twin.same(conn.execute, _TRY_SETUP, (SETUP_LOCK_KEY,))
+        if _took((yield twin.same(cursor.fetchone))):
+            return
+        _still_waiting_for_setup(deadline)
+        yield twin.call(time.sleep, asyncio.sleep, 0.05)
+
+
+def _releasing(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> twin.Steps[None]:
+    """Both forms of giving the lock back.
+
+    A connection that broke inside the block has lost the lock with its session: the error
+    that broke it is the one to report, not this release's (and a cancellation that closed the
+    connection stays a cancellation)."""
+    import psycopg
+
+    if not conn.closed:
+        with contextlib.suppress(psycopg.Error):
+            yield twin.same(conn.execute, _END_SETUP, (SETUP_LOCK_KEY,))
 
 
 def _took(row: Any) -> bool:

@@ -25,6 +25,8 @@ import threading
 import weakref
 from typing import Any
 
+from bashgraph.tools import twin
+
 #: The table `PostgresStore` and `AsyncPostgresStore` keep their items in (langgraph's schema).
 _INSERT_IF_ABSENT = """
 INSERT INTO store (prefix, key, value) VALUES (%s, %s, %s)
@@ -121,19 +123,7 @@ def _statements(store: Any, prefix: str, key: str, value: Any) -> list[tuple[str
 def _execute(conn: Any, statements: list[tuple[str, tuple[Any, ...] | None]]) -> bool:
     """Each statement in a transaction of its own (a refused trigger must not undo the insert);
     True when the last one wrote a row."""
-    import psycopg
-
-    rowcount = 0
-    for sql, params in statements:
-        try:
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute(sql, params)
-                rowcount = cur.rowcount
-        except psycopg.Error as refused:
-            if sql is not _FORGET_WITH_THREADS:
-                raise
-            _log.warning("bashgraph: journal rows will outlive their threads: %s", refused)
-    return rowcount == 1
+    return twin.run(_executing(conn, statements))
 
 
 def _claim_async_postgres(store: Any, prefix: str, key: str, value: dict[str, Any]) -> bool:
@@ -163,16 +153,32 @@ async def _ainsert(store: Any, prefix: str, key: str, value: dict[str, Any]) -> 
 
 async def _aexecute(conn: Any, statements: list[tuple[str, tuple[Any, ...] | None]]) -> bool:
     """`_execute` on an async connection."""
+    return await twin.arun(_executing(conn, statements))
+
+
+def _executing(conn: Any, statements: list[tuple[str, tuple[Any, ...] | None]]) -> twin.Steps[bool]:
+    """Both forms of `_execute`: each statement is a step (`_write` or `_awrite`)."""
     import psycopg
 
     rowcount = 0
     for sql, params in statements:
         try:
-            async with conn.transaction(), conn.cursor() as cur:
-                await cur.execute(sql, params)
-                rowcount = cur.rowcount
+            rowcount = yield twin.call(_write, _awrite, conn, sql, params)
         except psycopg.Error as refused:
             if sql is not _FORGET_WITH_THREADS:
                 raise
             _log.warning("bashgraph: journal rows will outlive their threads: %s", refused)
     return rowcount == 1
+
+
+def _write(conn: Any, sql: str, params: tuple[Any, ...] | None) -> int:
+    """One statement in a transaction of its own; the rows it wrote."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(sql, params)
+        return int(cur.rowcount)
+
+
+async def _awrite(conn: Any, sql: str, params: tuple[Any, ...] | None) -> int:
+    async with conn.transaction(), conn.cursor() as cur:
+        await cur.execute(sql, params)
+        return int(cur.rowcount)

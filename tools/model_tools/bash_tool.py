@@ -19,6 +19,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
 
+from bashgraph.tools import twin
 from bashgraph.tools.limits import MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.results import CommandResult, Outcome, args_error, render_for_model
 from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
@@ -243,19 +244,19 @@ def make_bash_tool(
     def answer(result: CommandResult) -> tuple[str, dict[str, Any]]:
         return render_for_model(result, render_chars), result.to_dict()
 
-    def run(**raw: Any) -> tuple[str, dict[str, Any]]:
+    def steps(raw: dict[str, Any]) -> twin.Steps[tuple[str, dict[str, Any]]]:
+        """Both forms of the tool's call (tools/twin.py): the command is the one step."""
         args = prepare(raw)
         if isinstance(args, CommandResult):
             return answer(args)
         timeout = args.timeout if args.timeout is not None else default_timeout
-        return answer(run_command(args.command, timeout=timeout, **run_defaults))
+        return answer((yield twin.call(run_command, arun_command, args.command, timeout=timeout, **run_defaults)))
+
+    def run(**raw: Any) -> tuple[str, dict[str, Any]]:
+        return twin.run(steps(raw))
 
     async def arun(**raw: Any) -> tuple[str, dict[str, Any]]:
-        args = prepare(raw)
-        if isinstance(args, CommandResult):
-            return answer(args)
-        timeout = args.timeout if args.timeout is not None else default_timeout
-        return answer(await arun_command(args.command, timeout=timeout, **run_defaults))
+        return await twin.arun(steps(raw))
 
     limit = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
     return _BashTool(

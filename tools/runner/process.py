@@ -7,7 +7,8 @@ How a command runs:
 
 * What it runs with — the shell, the limits, the environment, the sandbox — is a `RunOptions`
   (`options`), given whole (`options=`) or field by field as keywords. Both entry points, and
-  background jobs, decide everything before the spawn in one function, `plan_command`.
+  background jobs, decide everything before the spawn in one function, `plan_command`; both
+  entry points are one body up to the started command (`_launched`, driven two ways: twin.py).
 * `[shell, "-c", preamble + command, "bashgraph", ...]` (see `launch`) with stdin from
   /dev/null, in a new session and process group, started with `os.posix_spawn` (see `spawn`).
   `shell` must be POSIX-compatible (bash, dash, busybox sh). The preamble enters `cwd` and, when
@@ -41,13 +42,14 @@ thread of its own (`ThreadedChildWatcher`) and costs more per call (see docs/ben
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import select
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Unpack
+from typing import Protocol, TypeVar, Unpack
 
+from bashgraph.tools import twin
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner import drive, launch, spawn
 from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
@@ -95,27 +97,9 @@ def run_command(
     safe like the stored text, about ten times a second at most (see `live`); an exception it
     raises is logged and ends only the live output.
     """
-    started = time.monotonic()
-    if overrides:
-        options = merged(options, overrides)
-    plan = plan_command(command, cwd, options)
-    if isinstance(plan, CommandResult):
-        return plan
-    if not plan.executable:
-        plan = plan._replace(executable=spawn.resolve(plan.target.shell, plan.env.get("PATH")))
-    spawned = spawn.spawn(plan)
-    if isinstance(spawned, CommandResult):
-        return spawned
-    poller = select.poll()
-    sup = Supervisor(plan, spawned, started=started, forget=functools.partial(_unregister, poller),
-                     on_output=guarded(on_output) if on_output else None)
-    try:
-        for fd in sup.watched():
-            poller.register(fd, select.POLLIN)
-        drive.poll_loop(sup, poller)
-        return sup.result()
-    finally:
-        sup.abort()
+    live = guarded(on_output) if on_output else None
+    launched = twin.run(_launched(command, cwd, options, overrides, ask_cwd=True, watch=_PollSet, live=live))
+    return launched if isinstance(launched, CommandResult) else _polled(*launched)
 
 
 async def arun_command(
@@ -134,30 +118,73 @@ async def arun_command(
     PATH in a thread. Cancelling it kills the command's process tree before the cancellation
     propagates.
     """
-    started = time.monotonic()
+    relay = drive.OutputRelay(guarded(on_output)) if on_output else None
     must_ask = cwd is None or not os.path.isabs(cwd)
+    launched = await twin.arun(_launched(command, cwd, options, overrides, ask_cwd=must_ask,
+                                         watch=drive.ReadySet, live=relay))
+    return launched if isinstance(launched, CommandResult) else await _looped(*launched, relay)
+
+
+class _Watcher(Protocol):
+    """The descriptors a run waits on: `_PollSet` for the sync form, `drive.ReadySet` for the
+    async one."""
+
+    def register(self, fd: int) -> None: ...
+    def unregister(self, fd: int) -> None: ...
+    def close(self) -> None: ...
+
+
+_W = TypeVar("_W", bound=_Watcher)
+
+
+def _launched(
+    command: str, cwd: PathArg | None, options: RunOptions, overrides: RunOptionFields, *,
+    ask_cwd: bool, watch: Callable[[], _W], live: OutputCallback | None,
+) -> twin.Steps[tuple[Supervisor, _W] | CommandResult]:
+    """Both forms up to a started command: its supervisor and the descriptors it watches, or
+    the result of a command that never started. The one step that differs: looking up a shell
+    not seen before (on PATH, in a thread in the async form)."""
+    started = time.monotonic()
     if overrides:
         options = merged(options, overrides)
-    plan = plan_command(command, cwd, options, ask_cwd=must_ask)
+    plan = plan_command(command, cwd, options, ask_cwd=ask_cwd)
     if isinstance(plan, CommandResult):
         return plan
-    loop = asyncio.get_running_loop()
     if not plan.executable:  # a shell name not looked up yet: once per name and PATH
-        lookup = functools.partial(spawn.resolve, plan.target.shell, plan.env.get("PATH"))
-        plan = plan._replace(executable=await drive.in_thread(loop, lookup))
+        executable = yield twin.blocking(spawn.resolve, plan.target.shell, plan.env.get("PATH"))
+        plan = plan._replace(executable=executable)
     try:
-        inner = drive.ReadySet()  # before the spawn: failing here leaves nothing running
+        watcher = watch()  # before the spawn: failing here leaves nothing running
     except OSError as exc:
         return spawn_error_result(exc, plan.target)
     spawned = spawn.spawn(plan)
     if isinstance(spawned, CommandResult):
-        inner.close()
+        watcher.close()
         return spawned
-    relay = drive.OutputRelay(guarded(on_output)) if on_output else None
-    sup = Supervisor(plan, spawned, started=started, forget=inner.unregister, on_output=relay)
+    sup = Supervisor(plan, spawned, started=started, forget=watcher.unregister, on_output=live)
     try:
         for fd in sup.watched():
-            inner.register(fd)
+            watcher.register(fd)
+    except BaseException:
+        sup.abort()
+        watcher.close()
+        raise
+    return sup, watcher
+
+
+def _polled(sup: Supervisor, polls: _PollSet) -> CommandResult:
+    """The sync form's run: `poll(2)` until the command is done."""
+    try:
+        drive.poll_loop(sup, polls.poller)
+        return sup.result()
+    finally:
+        sup.abort()
+
+
+async def _looped(sup: Supervisor, inner: drive.ReadySet, relay: drive.OutputRelay | None) -> CommandResult:
+    """The async form's run: on the event loop, then in a thread when a step may block."""
+    loop = asyncio.get_running_loop()
+    try:
         finished_here = await drive.LoopDriver(loop, inner, sup).run()
     except asyncio.CancelledError:
         await drive.abort_in_thread(loop, sup)
@@ -172,11 +199,25 @@ async def arun_command(
     return await drive.finish_in_thread(loop, sup, relay)
 
 
-def _unregister(poller: select.poll, fd: int) -> None:
-    try:  # three times per command: a bare `try` costs less than `contextlib.suppress`
-        poller.unregister(fd)
-    except (KeyError, OSError, ValueError):
-        return
+class _PollSet:
+    """The sync form's descriptors: a `poll(2)` set."""
+
+    __slots__ = ("poller",)
+
+    def __init__(self) -> None:
+        self.poller = select.poll()
+
+    def register(self, fd: int) -> None:
+        self.poller.register(fd, select.POLLIN)
+
+    def unregister(self, fd: int) -> None:
+        try:  # three times per command: a bare `try` costs less than `contextlib.suppress`
+            self.poller.unregister(fd)
+        except (KeyError, OSError, ValueError):
+            return
+
+    def close(self) -> None:
+        """Nothing to close: a poll object holds no descriptor."""
 
 
 def plan_command(
