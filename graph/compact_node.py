@@ -20,7 +20,7 @@ from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.window import overflow_of
 from bashgraph.graph.nodes import aend_jobs_if_final, end_jobs_if_final, thread_of
 from bashgraph.graph.state import FINAL_STATUSES, AgentState
-from bashgraph.tools import twin
+from bashgraph.tools.runner import twin
 
 #: Where `compact` goes, with the label each edge is drawn with.
 COMPACT_EDGES = {"agent": "compacted", "__end__": "still too long"}

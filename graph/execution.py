@@ -1,6 +1,6 @@
 """Running one tool call for the graph: validate, consult the journal, run, record.
 
-`run` and `arun` are one body (`_run_steps`, driven two ways: tools/twin.py); only the calls
+`run` and `arun` are one body (`_run_steps`, driven two ways: tools/runner/twin.py); only the calls
 that may block differ: inline in `run`, in a thread (or awaited) in `arun`.
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
@@ -49,11 +49,11 @@ from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
-from bashgraph.tools import twin
 from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
 from bashgraph.tools.model_tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.results import CommandResult, args_error
+from bashgraph.tools.runner import twin
 from bashgraph.tools.runner.drive import in_thread, to_its_end
 from bashgraph.tools.runner.live import OutputCallback
 from bashgraph.tools.runner.process import arun_command, run_command
@@ -136,7 +136,7 @@ class Executor:
 
     def _run_steps(self, call: ToolCall, cwd: str | None, ctx: CallContext, on_output: OutputCallback | None,
                    on_event: EventCallback | None, *, on_loop: bool) -> twin.Steps[CommandResult]:
-        """`run` and `arun`: each step that may block runs inline, or in a thread (tools/twin.py)."""
+        """`run` and `arun`: each step that may block runs inline, or in a thread (tools/runner/twin.py)."""
         setup = self._setup
         if setup is None:  # before the journal: a set-up error must not look like a run
             setup = yield twin.blocking(self.setup)

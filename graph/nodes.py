@@ -1,7 +1,7 @@
 """The main loop's nodes: `agent` (model call), `tools` (run a batch of calls), `route`
 (error routing: only a batch with a failure goes there).
 
-Each node has a sync and an async form, one body driven two ways (tools/twin.py): its blocking
+Each node has a sync and an async form, one body driven two ways (tools/runner/twin.py): its blocking
 calls run inline, or awaited / in a thread. So one compiled graph serves invoke, stream, ainvoke
 and astream.
 """
@@ -37,9 +37,9 @@ from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, wi
 from bashgraph.graph.output_preview import preview_fields
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
-from bashgraph.tools import twin
 from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME
 from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
+from bashgraph.tools.runner import twin
 from bashgraph.tools.runner.drive import in_thread
 
 

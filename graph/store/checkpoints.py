@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bashgraph.graph.errors import StoreError
 from bashgraph.graph.store.setup_lock import holding_setup_lock
-from bashgraph.tools import twin
+from bashgraph.tools.runner import twin
 
 if TYPE_CHECKING:
     import psycopg

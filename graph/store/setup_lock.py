@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from bashgraph.tools import twin
+from bashgraph.tools.runner import twin
 
 if TYPE_CHECKING:
     import psycopg

@@ -25,7 +25,7 @@ import threading
 import weakref
 from typing import Any
 
-from bashgraph.tools import twin
+from bashgraph.tools.runner import twin
 
 #: The table `PostgresStore` and `AsyncPostgresStore` keep their items in (langgraph's schema).
 _INSERT_IF_ABSENT = """

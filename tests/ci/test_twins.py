@@ -1,6 +1,6 @@
 """Each sync/async pair is written once: the async twin of `x` (`ax`, `_ax` for `_x`) does not
 repeat the lines of `x`'s body. What they share lives in one place (a step generator both drive,
-see tools/twin.py, or a helper), leaving each twin its own I/O calls.
+see tools/runner/twin.py, or a helper), leaving each twin its own I/O calls.
 
 A pair is an `async def` named `a<name>` (`_a<name>` for `_<name>`) and a `def <name>` of the
 same module: both at module level, or both methods (of one class, or of a class and its async

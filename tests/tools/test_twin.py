@@ -1,4 +1,4 @@
-"""One step generator, driven two ways (tools/twin.py): each driver makes each step in its own
+"""One step generator, driven two ways (tools/runner/twin.py): each driver makes each step in its own
 form, sends back the value, raises the exception at the `yield`, and returns the body's result."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from bashgraph.tools import twin
+from bashgraph.tools.runner import twin
 
 
 async def _tripled(value: int) -> int:

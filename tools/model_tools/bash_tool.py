@@ -19,9 +19,9 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from bashgraph.tools import twin
 from bashgraph.tools.limits import MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.results import CommandResult, Outcome, args_error, render_for_model
+from bashgraph.tools.runner import twin
 from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
 from bashgraph.tools.runner.process import arun_command, run_command
 
@@ -245,7 +245,7 @@ def make_bash_tool(
         return render_for_model(result, render_chars), result.to_dict()
 
     def steps(raw: dict[str, Any]) -> twin.Steps[tuple[str, dict[str, Any]]]:
-        """Both forms of the tool's call (tools/twin.py): the command is the one step."""
+        """Both forms of the tool's call (tools/runner/twin.py): the command is the one step."""
         args = prepare(raw)
         if isinstance(args, CommandResult):
             return answer(args)

@@ -49,9 +49,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar, Unpack
 
-from bashgraph.tools import twin
 from bashgraph.tools.results import CommandResult, args_error
-from bashgraph.tools.runner import drive, launch, spawn
+from bashgraph.tools.runner import drive, launch, spawn, twin
 from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
 from bashgraph.tools.runner.environment import build_env
 from bashgraph.tools.runner.live import OutputCallback, guarded
