@@ -3,7 +3,7 @@
 The sync and async paths share `_begin` / `_finish`; only the line that runs the command differs.
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
-this process's directory, the shell's path, the spill directory, and — with `config.sandbox` —
+this process's directory, the shell's path, the spill directory, and — with `config.safety.sandbox` —
 whether bubblewrap works here and the sandbox itself. With the config's limits they make the
 `RunOptions` every command of the Executor runs with (built once; a call adds only its command,
 directory, time limit and journal marker). So the async path makes no blocking call on the
@@ -90,11 +90,11 @@ class Executor:
         self.config = config
         self.journal = journal
         # Secrets are those of this process's environment: what a command could print.
-        self.redactor = Redactor.from_environ(os.environ) if config.redact else None
+        self.redactor = Redactor.from_environ(os.environ) if config.safety.redact else None
         self._setup: Setup | None = None
         self._setup_lock = threading.Lock()
         self._close_sandbox: weakref.finalize[Any, Any] | None = None
-        self.jobs = RunJobs.for_journal(config.max_jobs, config.grace_s, journal)
+        self.jobs = RunJobs.for_journal(config.budgets.max_jobs, config.execution.options.grace, journal)
         built = _collecting.get()
         if built is not None:
             built.append(self)
@@ -130,7 +130,7 @@ class Executor:
             return self._emitted(self._job_tool(call, ctx), on_event)
         plan = self._begin(call, cwd, ctx)
         if isinstance(plan, _CutOff):
-            swept = sweep_cut_off(plan.entry, self.config.grace_s)
+            swept = sweep_cut_off(plan.entry, self.config.execution.options.grace)
             return interrupted_result(plan.entry, swept, cwd, self._partial_of(setup, plan.entry))
         if isinstance(plan, CommandResult):
             return plan
@@ -141,7 +141,7 @@ class Executor:
             return self._finish(plan, self._emitted(answer, on_event))
         result = run_command(plan.command, cwd=plan.cwd or setup.workdir,
                              on_output=self._live(on_output), options=setup.options,
-                             timeout=plan.timeout or self.config.timeout_s,
+                             timeout=plan.timeout or setup.options.timeout,
                              env={CALL_MARKER_VAR: plan.marker})
         return self._finish(plan, result)
 
@@ -162,7 +162,7 @@ class Executor:
             return self._emitted(answer, on_event)
         plan = await self._journaled(ctx, functools.partial(self._begin, call, cwd, ctx))
         if isinstance(plan, _CutOff):
-            swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, self.config.grace_s))
+            swept = await in_thread(loop, functools.partial(sweep_cut_off, plan.entry, setup.options.grace))
             recorded = await in_thread(loop, functools.partial(self._partial_of, setup, plan.entry))
             return interrupted_result(plan.entry, swept, cwd, recorded)
         if isinstance(plan, CommandResult):
@@ -177,7 +177,7 @@ class Executor:
             result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
                                         on_output=self._live(partial_output.recording(seen, on_output)),
                                         options=setup.loop_options,
-                                        timeout=plan.timeout or self.config.timeout_s,
+                                        timeout=plan.timeout or setup.options.timeout,
                                         env={CALL_MARKER_VAR: plan.marker})
         except asyncio.CancelledError:
             if seen is not None and setup.options.spill_dir:
@@ -210,7 +210,7 @@ class Executor:
         job_id = validate_job_args(call["args"])
         if isinstance(job_id, CommandResult):
             return Answer(job_id)
-        answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.max_output_chars)
+        answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.execution.options.max_output_chars)
         if self.redactor is not None:
             answer.result = self.redactor.redact_result(answer.result)
         return answer
@@ -237,7 +237,7 @@ class Executor:
             return unrecorded_result(f"{call['name']} {args.get('job_id', '')}".rstrip(), cwd)
         found = self._recorded(call, ctx)
         if isinstance(found, _CutOff):
-            return interrupted_result(found.entry, sweep_cut_off(found.entry, self.config.grace_s), cwd)
+            return interrupted_result(found.entry, sweep_cut_off(found.entry, self.config.execution.options.grace), cwd)
         if isinstance(found, CommandResult):
             return found
         if ctx.journal is None or ctx.thread_id is None:
@@ -274,7 +274,7 @@ class Executor:
         if call["name"] != BASH_TOOL_NAME:
             tools = ", ".join((BASH_TOOL_NAME, *JOB_TOOL_NAMES))
             return args_error(f"unknown tool {call['name']!r}; the tools are {tools}")
-        args = validate_bash_args(call["args"], max_timeout=self.config.max_timeout_s, background=True)
+        args = validate_bash_args(call["args"], max_timeout=self.config.execution.max_timeout_s, background=True)
         if isinstance(args, CommandResult):
             return args
         if args.background and args.timeout is not None:
@@ -287,7 +287,7 @@ class Executor:
             # holds another command's result. The new command gets a row of its own; what is
             # left of a cut-off original on this host is stopped first, as on any resume.
             if entry.result is None:
-                sweep_cut_off(entry, self.config.grace_s)
+                sweep_cut_off(entry, self.config.execution.options.grace)
             call_id = f"{call_id}#{hashlib.sha256(args.command.encode()).hexdigest()[:16]}"
             entry = self._entry(call_id, ctx)
         if entry is not None:
