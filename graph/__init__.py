@@ -16,9 +16,13 @@ __all__ = [
     "AgentState",
     "AsyncSession",
     "BashgraphError",
+    "BudgetSettings",
+    "ChatSettings",
     "ConfigError",
+    "ExecutionSettings",
     "ModelError",
     "PublicState",
+    "SafetySettings",
     "Session",
     "StoreError",
     "ThreadBusyError",
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
         UnfinishedThreadError,
     )
     from bashgraph.graph.session import AsyncSession, Session, aopen_session, open_session
+    from bashgraph.graph.settings import BudgetSettings, ChatSettings, ExecutionSettings, SafetySettings
     from bashgraph.graph.state import FINAL_STATUSES, AgentInput, AgentState, PublicState
     from bashgraph.graph.store.checkpoints import open_checkpointer
 
@@ -56,6 +61,7 @@ _HOMES = {
     "ModelError": "errors", "StoreError": "errors", "ThreadBusyError": "errors",
     "UnfinishedThreadError": "errors", "make_policy": "approval",
     **dict.fromkeys(("Session", "AsyncSession", "open_session", "aopen_session"), "session"),
+    **dict.fromkeys(("ExecutionSettings", "BudgetSettings", "ChatSettings", "SafetySettings"), "settings"),
     **dict.fromkeys(("AgentState", "AgentInput", "PublicState", "FINAL_STATUSES"), "state"),
 }
 

@@ -44,7 +44,8 @@ class Verdict:
 
 def make_policy(config: AgentConfig) -> Policy:
     """The policy of an agent: CLI-style rules, an optional file, the defaults, the mode."""
-    return load_policy(config.policy_file, workdir=config.workdir, extra=config.rules, mode=config.approval)
+    safety = config.safety
+    return load_policy(safety.policy_file, workdir=config.execution.workdir, extra=safety.rules, mode=safety.approval)
 
 
 class ApprovalNode:
@@ -96,7 +97,8 @@ class ApprovalNode:
             refusal = refusal_of(call, decision, verdicts.get(call.get("id") or ""))
             if refusal is not None:
                 get_stream_writer()(end_event(call, refusal))  # shown like every other outcome
-                answers.append(to_tool_message(call, refusal, self.config.max_output_chars, message.id or ""))
+                cap = self.config.execution.options.max_output_chars
+                answers.append(to_tool_message(call, refusal, cap, message.id or ""))
         edits = {call_id: v.command for call_id, v in verdicts.items() if v.action == "edit"}
         update: list[Any] = answers
         if edits:

@@ -65,7 +65,7 @@ def build_graph(
     config = config or AgentConfig()
     executor = Executor(config, journal)
     checker = Checker(make_policy(config))
-    tools = [make_bash_tool(max_timeout=config.max_timeout_s, background=True), *make_job_tools()]
+    tools = [make_bash_tool(max_timeout=config.execution.max_timeout_s, background=True), *make_job_tools()]
     if model is None or isinstance(model, LazyModel):
         bound: Runnable[Any, Any] = DeferredChatModel(config, tools, model)
     else:

@@ -63,11 +63,11 @@ class ContextKeeper:
         self.summarizer = model.bind(tool_choice="none")
         self.fixed_tokens = fixed_tokens  # the tool schemas every request carries
         # ... and the system prompt: the part of every request no compaction makes smaller.
-        self.fixed_request = fixed_tokens + text_tokens(config.system_prompt) + MESSAGE_OVERHEAD_TOKENS
+        self.fixed_request = fixed_tokens + text_tokens(config.chat.system_prompt) + MESSAGE_OVERHEAD_TOKENS
         self.jobs = jobs
         self.served = served  # the chat model, when known: its window may be read from it
-        self._window: int | None = config.context_window
-        self._asked = config.context_window is not None
+        self._window: int | None = config.chat.context_window
+        self._asked = config.chat.context_window is not None
         self._lock = threading.Lock()
 
     # -- before each call (agent) -----------------------------------------------------------
@@ -87,7 +87,7 @@ class ContextKeeper:
     def _measure(self, state: AgentState) -> tuple[list[AnyMessage], int]:
         messages, record = state.get("messages", []), state.get("context") or {}
         budget = self.budget(record)
-        view = model_messages(messages, record, self.config.system_prompt, budget.turn_cap)
+        view = model_messages(messages, record, self.config.chat.system_prompt, budget.turn_cap)
         return view, request_tokens(view, self.fixed_tokens, since=_first_new(view, record, len(messages)))
 
     def _due(self, state: AgentState, tokens: int) -> dict[str, Any] | None:
@@ -155,7 +155,7 @@ class Plan:
             self.request = self._summary_request()
 
     def _tokens(self, record: ContextRecord) -> int:
-        view = model_messages(self.messages, record, self.keeper.config.system_prompt, self.budget.turn_cap)
+        view = model_messages(self.messages, record, self.keeper.config.chat.system_prompt, self.budget.turn_cap)
         return request_tokens(view, self.keeper.fixed_tokens, since=len(view))
 
     def _summary_request(self) -> list[AnyMessage]:
@@ -193,7 +193,7 @@ class Plan:
                                        int(self.budget.usable * 0.08) * CHARS_PER_TOKEN)
         omitted = self.old.get("ledger_omitted", 0) + dropped
         summary = prompts.compacted_summary(
-            summarised=self.cut, cwd=self.state.get("cwd") or self.keeper.config.workdir,
+            summarised=self.cut, cwd=self.state.get("cwd") or self.keeper.config.execution.workdir,
             jobs=live_jobs(self.keeper.jobs, self.thread), text=text, ledger=ledger, omitted=omitted)
         return {**record, "summary": summary, "summary_upto": self.cut, "ledger": ledger,
                 "ledger_omitted": omitted,
@@ -301,10 +301,10 @@ def served_window(config: AgentConfig, model: Any) -> int | None:
     slow CPU generation; its budget keeps the default."""
     if getattr(model, "n_ctx", None) is not None:
         return None
-    base_url = getattr(model, "openai_api_base", None) or config.base_url or os.environ.get("OPENAI_BASE_URL")
+    base_url = getattr(model, "openai_api_base", None) or config.chat.base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         return None  # OpenAI's own API lists no window; its refusals name it
-    name = getattr(model, "model_name", None) or config.model or os.environ.get("BASHGRAPH_MODEL")
+    name = getattr(model, "model_name", None) or config.chat.model or os.environ.get("BASHGRAPH_MODEL")
     key = getattr(model, "openai_api_key", None)
     secret = key.get_secret_value() if key is not None and hasattr(key, "get_secret_value") else None
     return ask_window(base_url, name, secret or os.environ.get("OPENAI_API_KEY"))

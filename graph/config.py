@@ -1,176 +1,191 @@
-"""AgentConfig: every knob of the agent, one docstring each, with environment overrides.
+"""AgentConfig: every knob of the agent, in four sections, with environment overrides.
 
-Precedence (highest first): explicit arguments / CLI flags, `BASHGRAPH_<FIELD>` environment
-variables, the defaults below. Secrets (API keys) are never fields: they stay in the environment.
+The sections (graph/settings.py) say what each setting does: `execution` (where and how
+commands run, built on `RunOptions`), `budgets`, `chat` (the model) and `safety`. Every setting
+also has one flat name, for the keywords `AgentConfig(workdir=".", max_steps=20)` takes, the
+`BASHGRAPH_<NAME>` environment variables and the CLI's flags.
+
+Precedence (highest first): explicit arguments / CLI flags, `BASHGRAPH_<NAME>` environment
+variables, the defaults. Secrets (API keys) are never settings: they stay in the environment.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, get_args
 from urllib.parse import urlsplit
 
 from bashgraph.graph.errors import ConfigError
-from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.settings import (
+    ApprovalMode,
+    BudgetSettings,
+    ChatSettings,
+    EnvironmentErrorPolicy,
+    ExecutionSettings,
+    SafetySettings,
+)
+from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
 
-EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
-ApprovalMode = Literal["never", "rules", "always"]
+__all__ = ["ENV_PREFIX", "MIN_CONTEXT_WINDOW", "AgentConfig", "ApprovalMode", "BudgetSettings",
+           "ChatSettings", "EnvironmentErrorPolicy", "ExecutionSettings", "SafetySettings", "flat_names"]
+
 ENV_PREFIX = "BASHGRAPH_"
 #: Below this no system prompt, task and reply fit together.
 MIN_CONTEXT_WINDOW = 2_048
 
+#: A setting's place: its section, then the field in it (and in `RunOptions` for `options`).
+Path = tuple[str, ...]
+_SECTIONS = {"execution": ExecutionSettings, "budgets": BudgetSettings, "chat": ChatSettings,
+             "safety": SafetySettings}
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class AgentConfig:
-    """Settings of one agent. Immutable: derive variants with `dataclasses.replace`."""
+    """Settings of one agent. Immutable: derive variants with `dataclasses.replace`, by section
+    (`replace(config, budgets=...)`) or by flat name (`replace(config, max_steps=10)`)."""
 
-    workdir: str = "."
-    """Directory the first command runs in; a `cd` in one command holds for the next."""
+    execution: ExecutionSettings
+    budgets: BudgetSettings
+    chat: ChatSettings
+    safety: SafetySettings
 
-    shell: str = "bash"
-    """POSIX shell that runs each command as `SHELL -c COMMAND`."""
-
-    timeout_s: float = 30.0
-    """Time limit of a command when the model does not ask for one."""
-
-    max_timeout_s: float = 600.0
-    """Largest time limit the model may ask for; larger requests are an args error."""
-
-    grace_s: float = 2.0
-    """Time between SIGTERM and SIGKILL when a command's process group is stopped."""
-
-    max_output_chars: int = 10_000
-    """Cap of the text the model reads for one command; the full output goes to a spill file."""
-
-    pass_env: tuple[str, ...] = ()
-    """Environment variables passed to commands even though their names look secret."""
-
-    spill_dir: str | None = None
-    """Where full outputs over the cap are written (default: a bashgraph folder in the temp dir)."""
-
-    max_steps: int = 50
-    """Model calls allowed in one run before it stops as failed (LangGraph's own limit is 10,000)."""
-
-    replan_after: int = 3
-    """Consecutive exit-code failures after which the model is asked for a new plan."""
-
-    max_replans: int = 2
-    """Re-plans allowed in one run; one more means the agent is stuck and the run fails."""
-
-    max_args_errors: int = 3
-    """Consecutive invalid tool calls after which the run fails."""
-
-    max_jobs: int = 4
-    """Background jobs one run may hold running at a time; a start past it is an args error."""
-
-    max_spawn_retries: int = 2
-    """Automatic re-runs of a command that hit a transient spawn error (the kinds marked transient
-    in the table of kinds, docs/graph.md)."""
-
-    retry_backoff_s: float = 0.5
-    """First retry delay; it doubles each time, with jitter, up to `retry_backoff_max_s`."""
-
-    retry_backoff_max_s: float = 8.0
-    """Longest delay between two automatic retries."""
-
-    on_environment_error: EnvironmentErrorPolicy = "ask"
-    """What an environment fault that retrying cannot cure does (a non-transient kind, or retries
-    spent): ask a person, stop the run, or tell the model. A refusal (`denied`) never comes here."""
-
-    failure_history: int = 10
-    """How many recent failures are kept in state (for re-plan messages and loop detection)."""
-
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    """Instructions given to the model before the task; explains the outcome vocabulary."""
-
-    model: str | None = None
-    """Chat model name on the OpenAI-compatible server, or "local" for the bundled model."""
-
-    base_url: str | None = None
-    """OpenAI-compatible endpoint (default: OPENAI_BASE_URL, else the OpenAI API)."""
-
-    request_timeout_s: float = 120.0
-    """Time limit of one model request."""
-
-    model_max_retries: int = 2
-    """Retries of a model request on 429, 5xx and connection errors (with backoff)."""
-
-    model_retry_after_max_s: float = 60.0
-    """Longest wait a rate-limited (or overloaded) server may ask for with `Retry-After` that is
-    waited out; a longer one stops the request at once, saying when to try again."""
-
-    model_streaming: bool = True
-    """Stream model replies when tokens are shown live; false for servers that cannot stream tool
-    calls (llama-cpp-python's chatml-function-calling): replies then arrive whole."""
-
-    keep_think: bool = False
-    """Keep a leading `<think>…</think>` block in the model's text. By default it is set aside as
-    the reply's reasoning: never shown as the answer, nor sent back as text."""
-
-    context_window: int | None = None
-    """Tokens the model takes in one request, its reply included. None: what the server reports
-    (vLLM's `max_model_len`, llama.cpp's `n_ctx`), else 32,768. Older turns are compacted before
-    a request would outgrow it (docs/graph.md#context)."""
-
-    approval: ApprovalMode = "rules"
-    """When to ask a person before a command: never, when a rule says ask, or always."""
-
-    rules: tuple[str, ...] = field(default=(), metadata={"separator": ";"})
-    """Extra rules `ACTION:PATTERN` (allow/ask/deny), checked before the file's and defaults."""
-
-    policy_file: str | None = None
-    """TOML or JSON file of approval rules (see docs/safety.md)."""
-
-    sandbox: bool = False
-    """Run every command inside bubblewrap: read-only root, writable workdir, no network."""
-
-    allow_network: bool = False
-    """With `sandbox`: keep the network (it is cut by default)."""
-
-    redact: bool = True
-    """Replace secret values and well-known key shapes in command output before anyone sees it."""
+    def __init__(self, execution: ExecutionSettings | None = None,
+                 budgets: BudgetSettings | None = None, chat: ChatSettings | None = None,
+                 safety: SafetySettings | None = None, **flat: Any) -> None:
+        """Sections (None: the defaults), then settings by flat name on top of them. The flat
+        keywords are how the config was made before it had sections; `dataclasses.replace`
+        uses them too."""
+        given = {"execution": execution, "budgets": budgets, "chat": chat, "safety": safety}
+        sections = {name: _SECTIONS[name]() if value is None else value for name, value in given.items()}
+        sections = _with_flat(sections, flat)
+        sections["execution"] = _default_timeout(sections["execution"])
+        for name, section in sections.items():
+            object.__setattr__(self, name, section)
+        _check(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> AgentConfig:
-        """Defaults, then `BASHGRAPH_<FIELD>` variables, then `overrides` (None means unset)."""
+        """Defaults, then `BASHGRAPH_<NAME>` variables, then `overrides` by flat name (None
+        means unset)."""
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper())
+        for name in flat_names():
+            raw = environ.get(ENV_PREFIX + name.upper())
             if raw is not None:
-                values[f.name] = _parse(f.name, f.type, raw, f.metadata.get("separator", ","))
+                found = _field_at(flat_names()[name])
+                values[name] = _parse(name, found.type, raw, found.metadata.get("separator", ","))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
-    def __post_init__(self) -> None:
-        _check_positive(self, "timeout_s", "max_timeout_s", "max_output_chars", "max_steps",
-                        "replan_after", "max_args_errors", "request_timeout_s", "max_jobs")
-        if self.approval not in get_args(ApprovalMode):
-            raise ConfigError(f"approval must be one of {get_args(ApprovalMode)}, got {self.approval!r}")
-        if self.on_environment_error not in get_args(EnvironmentErrorPolicy):
-            raise ConfigError(
-                f"on_environment_error must be one of {get_args(EnvironmentErrorPolicy)}, "
-                f"got {self.on_environment_error!r}"
-            )
-        if self.timeout_s > self.max_timeout_s:
-            raise ConfigError("timeout_s cannot exceed max_timeout_s")
-        _check_not_negative(self, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
-                            "failure_history", "model_max_retries", "max_replans",
-                            "model_retry_after_max_s")
-        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
-            raise ConfigError(
-                f"context_window must be at least {MIN_CONTEXT_WINDOW} tokens, got {self.context_window!r}")
-        if self.base_url:  # empty: not set (OPENAI_BASE_URL, else the OpenAI API), as before
-            _check_url(self.base_url)
+    def setting(self, name: str) -> Any:
+        """The value of the setting of this flat name (`config.setting("timeout_s")`)."""
+        place = flat_names().get(name)
+        if place is None:
+            raise KeyError(name)
+        return functools.reduce(getattr, place, self)
+
+    if not TYPE_CHECKING:  # hidden from type checkers: they name the new place themselves
+
+        def __getattr__(self, name: str) -> Any:
+            """A flat name read as an attribute says where the setting is now."""
+            place = flat_names().get(name)
+            if place is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(f"AgentConfig.{name} is config.{'.'.join(place)} (flat names are "
+                                 f"for AgentConfig(...), replace() and BASHGRAPH_{name.upper()})")
+
+
+@functools.cache
+def flat_names() -> Mapping[str, Path]:
+    """Every setting's flat name and its place, read off the sections' fields (one source)."""
+    names: dict[str, Path] = {}
+    for section, kind in _SECTIONS.items():
+        for found in dataclasses.fields(kind):
+            flat = found.metadata.get("flat", found.name)
+            if isinstance(flat, Mapping):  # a nested dataclass: RunOptions
+                names.update({name: (section, found.name, inner) for name, inner in flat.items()})
+            else:
+                names[flat] = (section, found.name)
+    return names
+
+
+def _with_flat(sections: dict[str, Any], flat: Mapping[str, Any]) -> dict[str, Any]:
+    """`sections` with the settings named in `flat` replaced, each section once."""
+    unknown = sorted(set(flat) - set(flat_names()))
+    if unknown:
+        raise TypeError(f"AgentConfig() got unexpected keyword arguments: {', '.join(unknown)}")
+    changes: dict[str, dict[Path, Any]] = {}
+    for name, value in flat.items():
+        section, *rest = flat_names()[name]
+        changes.setdefault(section, {})[tuple(rest)] = value
+    return {name: _replaced(section, changes.get(name, {})) for name, section in sections.items()}
+
+
+def _replaced(value: Any, changes: Mapping[Path, Any]) -> Any:
+    """`value` (a dataclass) with the fields at these paths replaced."""
+    if not changes:
+        return value
+    direct = {path[0]: new for path, new in changes.items() if len(path) == 1}
+    nested: dict[str, dict[Path, Any]] = {}
+    for path, new in changes.items():
+        if len(path) > 1:
+            nested.setdefault(path[0], {})[path[1:]] = new
+    direct.update({name: _replaced(getattr(value, name), inner) for name, inner in nested.items()})
+    return dataclasses.replace(value, **direct)
+
+
+def _default_timeout(execution: ExecutionSettings) -> ExecutionSettings:
+    """A timeout of None means `RunOptions`' default: made explicit, as the checks need it."""
+    if execution.options.timeout is not None:
+        return execution
+    return dataclasses.replace(execution, options=dataclasses.replace(execution.options,
+                                                                      timeout=DEFAULT_TIMEOUT))
+
+
+def _field_at(place: Path) -> dataclasses.Field[Any]:
+    """The dataclass field at `place` (its type and metadata say how to read a variable)."""
+    kind: Any = _SECTIONS[place[0]]
+    for name in place[1:]:
+        found = {f.name: f for f in dataclasses.fields(kind)}[name]
+        kind = type(found.default)  # a nested section's class is its default's
+    return found
+
+
+def _check(config: AgentConfig) -> None:
+    """Refuse a setting that is no value, naming it by its flat name."""
+    _check_positive(config, "timeout_s", "max_timeout_s", "max_output_chars", "max_steps",
+                    "replan_after", "max_args_errors", "request_timeout_s", "max_jobs")
+    _check_choice(config, "approval", ApprovalMode)
+    _check_choice(config, "on_environment_error", EnvironmentErrorPolicy)
+    if config.setting("timeout_s") > config.setting("max_timeout_s"):
+        raise ConfigError("timeout_s cannot exceed max_timeout_s")
+    _check_not_negative(config, "grace_s", "max_spawn_retries", "retry_backoff_s", "retry_backoff_max_s",
+                        "failure_history", "model_max_retries", "max_replans", "model_retry_after_max_s")
+    window = config.chat.context_window
+    if window is not None and window < MIN_CONTEXT_WINDOW:
+        raise ConfigError(f"context_window must be at least {MIN_CONTEXT_WINDOW} tokens, got {window!r}")
+    if config.chat.base_url:  # empty: not set (OPENAI_BASE_URL, else the OpenAI API), as before
+        _check_url(config.chat.base_url)
+    options = config.execution.options
+    executors = [name for name in ("env", "sandbox", "process_cwd") if getattr(options, name) is not None]
+    if executors:  # each run sets them (its call's marker; `safety.sandbox`; this process's cwd)
+        raise ConfigError(f"execution.options.{executors[0]} is set by the Executor: leave it None")
+
+
+def _check_choice(config: AgentConfig, name: str, choices: Any) -> None:
+    value = config.setting(name)
+    if value not in get_args(choices):
+        raise ConfigError(f"{name} must be one of {get_args(choices)}, got {value!r}")
 
 
 def _check_positive(config: AgentConfig, *names: str) -> None:
     for name in names:
-        value = getattr(config, name)
+        value = config.setting(name)
         _check_finite(name, value)
         if value <= 0:
             raise ConfigError(f"{name} must be positive, got {value!r}")
@@ -178,7 +193,7 @@ def _check_positive(config: AgentConfig, *names: str) -> None:
 
 def _check_not_negative(config: AgentConfig, *names: str) -> None:
     for name in names:
-        value = getattr(config, name)
+        value = config.setting(name)
         _check_finite(name, value)
         if value < 0:
             raise ConfigError(f"{name} must be zero or more, got {value!r}")
@@ -211,7 +226,7 @@ def _parse(name: str, annotation: object, raw: str, separator: str) -> Any:
             return int(raw)
         if kind.startswith("float"):
             return float(raw)
-        if kind.startswith("tuple"):
+        if kind.startswith(("tuple", "Iterable")):
             return tuple(part.strip() for part in raw.split(separator) if part.strip())
     except ValueError:
         raise ConfigError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not a valid {kind}") from None

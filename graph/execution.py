@@ -4,7 +4,7 @@
 that may block differ: inline in `run`, in a thread (or awaited) in `arun`.
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
-this process's directory, the shell's path, the spill directory, and — with `config.sandbox` —
+this process's directory, the shell's path, the spill directory, and — with `config.safety.sandbox` —
 whether bubblewrap works here and the sandbox itself. With the config's limits they make the
 `RunOptions` every command of the Executor runs with (built once; a call adds only its command,
 directory, time limit and journal marker). So the async path makes no blocking call on the
@@ -92,11 +92,11 @@ class Executor:
         self.config = config
         self.journal = journal
         # Secrets are those of this process's environment: what a command could print.
-        self.redactor = Redactor.from_environ(os.environ) if config.redact else None
+        self.redactor = Redactor.from_environ(os.environ) if config.safety.redact else None
         self._setup: Setup | None = None
         self._setup_lock = threading.Lock()
         self._close_sandbox: weakref.finalize[Any, Any] | None = None
-        self.jobs = RunJobs.for_journal(config.max_jobs, config.grace_s, journal)
+        self.jobs = RunJobs.for_journal(config.budgets.max_jobs, config.execution.options.grace, journal)
         built = _collecting.get()
         if built is not None:
             built.append(self)
@@ -147,7 +147,7 @@ class Executor:
             return self._emitted((yield twin.blocking(self._job_tool, call, ctx)), on_event)
         plan = yield self._journal_step(ctx, self._begin, call, cwd, ctx)
         if isinstance(plan, _CutOff):
-            swept = yield twin.blocking(sweep_cut_off, plan.entry, self.config.grace_s)
+            swept = yield twin.blocking(sweep_cut_off, plan.entry, self.config.execution.options.grace)
             recorded = yield twin.blocking(self._partial_of, setup, plan.entry)
             return interrupted_result(plan.entry, swept, cwd, recorded)
         if isinstance(plan, CommandResult):
@@ -160,7 +160,7 @@ class Executor:
             result = self._emitted(answer, on_event)
         else:
             command = {"cwd": plan.cwd or setup.workdir, "options": options,
-                       "timeout": plan.timeout or self.config.timeout_s, "env": {CALL_MARKER_VAR: plan.marker}}
+                       "timeout": plan.timeout or setup.options.timeout, "env": {CALL_MARKER_VAR: plan.marker}}
             result = yield twin.call(self._run_command, self._arun_command, plan, setup, on_output, command)
         finished: CommandResult = yield self._journal_step(ctx, self._finish, plan, result)
         return finished
@@ -213,7 +213,7 @@ class Executor:
         job_id = validate_job_args(call["args"])
         if isinstance(job_id, CommandResult):
             return Answer(job_id)
-        answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.max_output_chars)
+        answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.execution.options.max_output_chars)
         if self.redactor is not None:
             answer.result = self.redactor.redact_result(answer.result)
         return answer
@@ -240,7 +240,7 @@ class Executor:
             return unrecorded_result(f"{call['name']} {args.get('job_id', '')}".rstrip(), cwd)
         found = self._recorded(call, ctx)
         if isinstance(found, _CutOff):
-            return interrupted_result(found.entry, sweep_cut_off(found.entry, self.config.grace_s), cwd)
+            return interrupted_result(found.entry, sweep_cut_off(found.entry, self.config.execution.options.grace), cwd)
         if isinstance(found, CommandResult):
             return found
         if ctx.journal is None or ctx.thread_id is None:
@@ -277,7 +277,7 @@ class Executor:
         if call["name"] != BASH_TOOL_NAME:
             tools = ", ".join((BASH_TOOL_NAME, *JOB_TOOL_NAMES))
             return args_error(f"unknown tool {call['name']!r}; the tools are {tools}")
-        args = validate_bash_args(call["args"], max_timeout=self.config.max_timeout_s, background=True)
+        args = validate_bash_args(call["args"], max_timeout=self.config.execution.max_timeout_s, background=True)
         if isinstance(args, CommandResult):
             return args
         if args.background and args.timeout is not None:
@@ -290,7 +290,7 @@ class Executor:
             # holds another command's result. The new command gets a row of its own; what is
             # left of a cut-off original on this host is stopped first, as on any resume.
             if entry.result is None:
-                sweep_cut_off(entry, self.config.grace_s)
+                sweep_cut_off(entry, self.config.execution.options.grace)
             call_id = f"{call_id}#{hashlib.sha256(args.command.encode()).hexdigest()[:16]}"
             entry = self._entry(call_id, ctx)
         if entry is not None:

@@ -142,9 +142,9 @@ class LoopNodes:
         return update
 
     def _step_limit(self, state: AgentState) -> dict[str, Any] | None:
-        if state.get("steps", 0) < self.config.max_steps:
+        if state.get("steps", 0) < self.config.budgets.max_steps:
             return None
-        return {"status": "failed", "reason": f"step limit reached ({self.config.max_steps})"}
+        return {"status": "failed", "reason": f"step limit reached ({self.config.budgets.max_steps})"}
 
     def _clean(self, reply: Any) -> AIMessage:
         """The reply as it is kept: valid Unicode, only whole calls, one id per call, the
@@ -154,11 +154,11 @@ class LoopNodes:
         reply = encodable_reply(reply)  # else the next request (and the checkpoint) cannot encode it
         reply = refuse_incomplete(reply)  # a call cut short never runs (graph/models/cutoff.py)
         reply = with_distinct_call_ids(reply)  # one id per call: its journal row, its answer
-        return reply if self.config.keep_think else without_think(reply)
+        return reply if self.config.chat.keep_think else without_think(reply)
 
     def _ask_again(self, state: AgentState, reply: AIMessage) -> bool:
         """An empty reply is asked for once more, if the step limit leaves room for it."""
-        return is_empty(reply) and state.get("steps", 0) + 1 < self.config.max_steps
+        return is_empty(reply) and state.get("steps", 0) + 1 < self.config.budgets.max_steps
 
     def _after_reply(self, state: AgentState, replies: list[AIMessage | HumanMessage]) -> dict[str, Any]:
         reply = replies[-1]
@@ -253,7 +253,8 @@ class LoopNodes:
         self, state: AgentState, calls: Sequence[ToolCall], results: list[CommandResult],
         ctx: CallContext, cwd: str | None,
     ) -> dict[str, Any]:
-        update: dict[str, Any] = {"messages": tool_messages(calls, results, self.config.max_output_chars, ctx)}
+        cap = self.config.execution.options.max_output_chars
+        update: dict[str, Any] = {"messages": tool_messages(calls, results, cap, ctx)}
         moved_to = next_cwd(results, cwd)
         if moved_to != cwd:
             update["cwd"] = moved_to

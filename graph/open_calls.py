@@ -200,7 +200,7 @@ class OpenCalls:
             if is_newest:
                 made[call.get("id") or ""] = result
             ended.append((call, result))
-            return to_tool_message(call, result, self.config.max_output_chars, reply.id or "")
+            return to_tool_message(call, result, self.config.execution.options.max_output_chars, reply.id or "")
 
         history = with_answers([retried.get(m.id or "", m) for m in messages], answer)
         values: dict[str, Any] = {}
@@ -230,7 +230,8 @@ class OpenCalls:
             if retry is not None:
                 made[call.get("id") or ""] = retry
                 ended.append((call, retry))
-                found[tool.id] = to_tool_message(call, retry, self.config.max_output_chars, newest.id or "")
+                cap = self.config.execution.options.max_output_chars
+                found[tool.id] = to_tool_message(call, retry, cap, newest.id or "")
         return found
 
     def _result(

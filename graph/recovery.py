@@ -39,7 +39,7 @@ from bashgraph.tools.runner import twin
 
 def backoff_delay(attempt: int, config: AgentConfig, rng: random.Random | None = None) -> float:
     """Exponential backoff with "equal jitter": half fixed, half random, capped."""
-    ceiling = min(config.retry_backoff_s * 2.0 ** max(attempt - 1, 0), config.retry_backoff_max_s)
+    ceiling = min(config.budgets.retry_backoff_s * 2.0 ** max(attempt - 1, 0), config.budgets.retry_backoff_max_s)
     jitter: float = (rng or random).uniform(0, ceiling / 2)
     return ceiling / 2 + jitter
 
@@ -116,7 +116,7 @@ class RecoveryNodes:
     ) -> dict[str, Any]:
         return {
             # Same message ids as the failed answers: add_messages replaces them in place.
-            "messages": tool_messages(calls, results, self.config.max_output_chars, ctx),
+            "messages": tool_messages(calls, results, self.config.execution.options.max_output_chars, ctx),
             "spawn_retries": state.get("spawn_retries", 0) + 1,
             "attempt_serial": state.get("attempt_serial", 0) + 1,
             "cwd": next_cwd(results, state.get("cwd")),

@@ -97,7 +97,7 @@ def decide_after_tools(
     # A repeat counts within its own kind: an args error seen twice says nothing about exits.
     exit_repeat = any(is_repeat(f, history) for f in new if f["outcome"] == Outcome.EXIT_ERROR.value)
     refused_again = any(is_repeat(f, history) for r, f in zip(failed, new, strict=True) if r.refused)
-    history = ([] if not new else history + new)[-config.failure_history :]
+    history = ([] if not new else history + new)[-config.budgets.failure_history :]
     has = {r.outcome for r in results}
     env_faults = [r for r in results if r.environment_fault]
     counters = Counters(
@@ -107,14 +107,14 @@ def decide_after_tools(
     )
     if env_faults:
         return _decide_environment(env_faults, counters, history, config)
-    if counters.args_errors >= config.max_args_errors:
+    if counters.args_errors >= config.budgets.max_args_errors:
         reason = f"{counters.args_errors} invalid tool calls in a row"
         return RouteDecision(END, counters, history, status="failed", reason=reason)
     if Outcome.ARGS_ERROR in has:
         # Worse than any exit error beside it: the model must fix the call first. The exit
         # streak still counts, so the next batch re-plans if the exits go on.
         return RouteDecision("agent", counters, history)
-    streak = counters.exit_streak >= config.replan_after
+    streak = counters.exit_streak >= config.budgets.replan_after
     if streak or exit_repeat or refused_again:
         return _decide_replan(state, counters, history, config, streak)
     return RouteDecision("agent", counters, history)
@@ -124,7 +124,7 @@ def _decide_environment(
     faults: list[CommandResult], counters: Counters, history: list[Failure], config: AgentConfig
 ) -> RouteDecision:
     all_transient = all(r.transient for r in faults)
-    if all_transient and counters.spawn_retries < config.max_spawn_retries:
+    if all_transient and counters.spawn_retries < config.budgets.max_spawn_retries:
         return RouteDecision("retry", counters, history)
     return RouteDecision("escalate", counters, history)
 
@@ -133,8 +133,8 @@ def _decide_replan(
     state: AgentState, counters: Counters, history: list[Failure], config: AgentConfig,
     streak: bool,
 ) -> RouteDecision:
-    if state.get("replans", 0) >= config.max_replans:
-        reason = f"no progress after {config.max_replans} re-plans"
+    if state.get("replans", 0) >= config.budgets.max_replans:
+        reason = f"no progress after {config.budgets.max_replans} re-plans"
         return RouteDecision(END, counters, history, status="failed", reason=reason)
     why = (
         f"{counters.exit_streak} failed commands in a row" if streak
@@ -284,9 +284,9 @@ class EscalateDecision:
 def decide_escalation(state: AgentState, config: AgentConfig, summary: str) -> EscalateDecision | None:
     """`escalate` on its policy (`on_environment_error`): `stop` and `model` decide at once;
     None means ask a person, whose answer `decide_on_answer` routes."""
-    if config.on_environment_error == "stop":
+    if config.budgets.on_environment_error == "stop":
         return _finish("environment_fault", f"environment fault: {summary}")
-    if config.on_environment_error == "model":
+    if config.budgets.on_environment_error == "model":
         return _tell_model(state, summary)
     return None
 

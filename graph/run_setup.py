@@ -35,23 +35,22 @@ class Setup:
 def look_up(config: AgentConfig) -> Setup:
     """What every run of one Executor shares (blocking: it may start bwrap once); ConfigError
     when the sandbox is on and cannot work."""
-    workdir = os.path.abspath(config.workdir)
+    workdir = os.path.abspath(config.execution.workdir)
     sandbox = None
-    if config.sandbox:
+    if config.safety.sandbox:
         problem = _sandbox_problem()
         if problem:
             raise ConfigError(f"the sandbox is on, but {problem}")
-        sandbox = BwrapSandbox(workdir, allow_network=config.allow_network,
+        sandbox = BwrapSandbox(workdir, allow_network=config.safety.allow_network,
                                bwrap=shutil.which("bwrap") or "bwrap")
     try:
         here: str | None = os.getcwd()
     except OSError:
         here = None
-    options = RunOptions(
-        timeout=config.timeout_s, grace=config.grace_s, pass_env=config.pass_env,
-        shell=shutil.which(config.shell) or config.shell,
-        max_output_chars=config.max_output_chars,
-        spill_dir=config.spill_dir or str(default_spill_dir()), sandbox=sandbox,
+    configured = config.execution.options
+    options = dataclasses.replace(
+        configured, shell=shutil.which(configured.shell) or configured.shell,
+        spill_dir=configured.spill_dir or str(default_spill_dir()), sandbox=sandbox,
     )
     return Setup(workdir=workdir, sandbox=sandbox, options=options,
                  loop_options=dataclasses.replace(options, process_cwd=here))

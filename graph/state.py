@@ -142,7 +142,7 @@ class PublicState(TypedDict, total=False):
     replans: int
     """Re-plan messages sent in this run (`max_replans`)."""
     failures: list[Failure]
-    """Recent failures, oldest first, at most `AgentConfig.failure_history`; cleared by a batch
+    """Recent failures, oldest first, at most `BudgetSettings.failure_history`; cleared by a batch
     whose every call succeeds."""
 
 

@@ -17,6 +17,7 @@ from bashgraph.graph.cli.status import ExitStatus, ResumeHint, absolute
 from bashgraph.tools.safety import one_line
 
 if TYPE_CHECKING:
+    from bashgraph.graph import AgentConfig
     from bashgraph.graph.cli.progress import Renderer
     from bashgraph.graph.cli.run import RunSettings
 
@@ -218,21 +219,13 @@ def new_thread_id() -> str:
 
 def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
     """Settings from flags and environment, the model, and the renderer; or a usage error."""
-    from bashgraph.graph import AgentConfig, ConfigError, StoreError, make_policy
+    from bashgraph.graph import ConfigError, StoreError, make_policy
     from bashgraph.graph.cli.run import RunSettings
     from bashgraph.graph.models import make_chat_model, model_notice
     from bashgraph.tools.safety import PolicyError
 
     try:
-        config = AgentConfig.from_env(
-            workdir=args.workdir, timeout_s=args.timeout, max_steps=args.max_steps,
-            on_environment_error=args.on_env_error, model=args.model, base_url=args.base_url,
-            request_timeout_s=args.request_timeout, model_max_retries=args.model_retries,
-            model_retry_after_max_s=args.retry_after_max, context_window=args.context_window,
-            approval=args.approval, rules=tuple(args.rule) if args.rule else None,
-            policy_file=args.policy, sandbox=args.sandbox, allow_network=args.allow_network,
-            keep_think=args.keep_think,
-        )
+        config = agent_config(args)
         make_policy(config)  # a bad --rule or --policy file: one line now, not a traceback later
         notice = model_notice(config)  # said by the run once the thread passed its checks
         model = make_chat_model(config)
@@ -243,6 +236,22 @@ def _run_settings(args: argparse.Namespace) -> RunSettings | ExitStatus:
     renderer, tokens, ask = _renderer(args.json)
     return RunSettings(db=args.db, config=config, model=model, renderer=renderer, hint=hint,
                        tokens=tokens, ask=ask, notice=notice)
+
+
+def agent_config(args: argparse.Namespace) -> AgentConfig:
+    """The settings of `run`/`resume`: their flags, by the settings' flat names, over the
+    `BASHGRAPH_*` variables (a flag not given is None: the variable or the default holds)."""
+    from bashgraph.graph import AgentConfig
+
+    return AgentConfig.from_env(
+        workdir=args.workdir, timeout_s=args.timeout, max_steps=args.max_steps,
+        on_environment_error=args.on_env_error, model=args.model, base_url=args.base_url,
+        request_timeout_s=args.request_timeout, model_max_retries=args.model_retries,
+        model_retry_after_max_s=args.retry_after_max, context_window=args.context_window,
+        approval=args.approval, rules=tuple(args.rule) if args.rule else None,
+        policy_file=args.policy, sandbox=args.sandbox, allow_network=args.allow_network,
+        keep_think=args.keep_think,
+    )
 
 
 def _renderer(as_json: bool) -> tuple[Renderer, bool, Callable[[dict[str, Any]], Any] | None]:

@@ -235,9 +235,10 @@ class Driver:
     def _with_asking(self, session: AsyncSession, action: Action) -> AsyncSession:
         """The session's graph, rebuilt to ask a person when one is answering it."""
         config = self.settings.config
-        if not action.ask_person or config.on_environment_error == "ask":
+        if not action.ask_person or config.budgets.on_environment_error == "ask":
             return session
-        return session.with_config(dataclasses.replace(config, on_environment_error="ask"))
+        asking = dataclasses.replace(config.budgets, on_environment_error="ask")
+        return session.with_config(dataclasses.replace(config, budgets=asking))
 
     async def _stream(self, session: AsyncSession, action: Action) -> Stop:
         modes = [*STREAM_MODES, "messages"] if self.settings.tokens else list(STREAM_MODES)
@@ -264,11 +265,11 @@ class Driver:
 
     def _model_failure(self, exc: Exception) -> Stop:
         config = self.settings.config
-        base_url = config.base_url or os.environ.get("OPENAI_BASE_URL")
+        base_url = config.chat.base_url or os.environ.get("OPENAI_BASE_URL")
         # How many retries were made is read from the failed request, not assumed to be the most
         # allowed (a long Retry-After makes none).
         error = as_model_error(exc, base_url=base_url, model=choose_model_name(config),
-                               retry_after_max_s=config.model_retry_after_max_s)
+                               retry_after_max_s=config.chat.retry_after_max_s)
         return Stop("model_error", str(error))
 
     def _next_step(self, stop: Stop) -> Action | Stop:

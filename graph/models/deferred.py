@@ -26,8 +26,8 @@ BoundModel = Runnable[LanguageModelInput, AIMessage]
 
 def model_settings(config: AgentConfig) -> tuple[object, ...]:
     """The fields of `config` that decide which model `make_chat_model` makes, and how."""
-    return (config.model, config.base_url, config.request_timeout_s, config.model_max_retries,
-            config.model_streaming, config.model_retry_after_max_s)
+    return (config.chat.model, config.chat.base_url, config.chat.request_timeout_s, config.chat.max_retries,
+            config.chat.streaming, config.chat.retry_after_max_s)
 
 
 class LazyModel:

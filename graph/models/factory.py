@@ -47,7 +47,7 @@ _MAX_DETAIL_CHARS = 400
 def choose_model_name(config: AgentConfig, environ: Mapping[str, str] | None = None) -> str:
     """The model to use: explicit choice, else `local` when no endpoint/key exists, else default."""
     env = os.environ if environ is None else environ
-    explicit = config.model or env.get("BASHGRAPH_MODEL")
+    explicit = config.chat.model or env.get("BASHGRAPH_MODEL")
     if explicit:
         return explicit
     return DEFAULT_MODEL if _endpoint_configured(config, env) else LOCAL_MODEL
@@ -56,7 +56,7 @@ def choose_model_name(config: AgentConfig, environ: Mapping[str, str] | None = N
 def model_notice(config: AgentConfig, environ: Mapping[str, str] | None = None) -> str | None:
     """One line telling the user the local model was picked for them; None if they chose."""
     env = os.environ if environ is None else environ
-    if config.model or env.get("BASHGRAPH_MODEL") or _endpoint_configured(config, env):
+    if config.chat.model or env.get("BASHGRAPH_MODEL") or _endpoint_configured(config, env):
         return None
     return ("No model endpoint configured: using the bundled local model (SmolLM2-135M on the "
             "CPU, demo grade). For a real model set OPENAI_API_KEY, or OPENAI_BASE_URL / "
@@ -64,7 +64,7 @@ def model_notice(config: AgentConfig, environ: Mapping[str, str] | None = None) 
 
 
 def _endpoint_configured(config: AgentConfig, env: Mapping[str, str]) -> bool:
-    return bool(config.base_url or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"))
+    return bool(config.chat.base_url or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"))
 
 
 def make_chat_model(config: AgentConfig, *, environ: Mapping[str, str] | None = None
@@ -74,7 +74,7 @@ def make_chat_model(config: AgentConfig, *, environ: Mapping[str, str] | None = 
     name = choose_model_name(config, env)
     if name == LOCAL_MODEL:
         return _local_model()
-    base_url = config.base_url or env.get("OPENAI_BASE_URL") or None
+    base_url = config.chat.base_url or env.get("OPENAI_BASE_URL") or None
     api_key = env.get("OPENAI_API_KEY") or (PLACEHOLDER_API_KEY if base_url else None)
     if api_key is None:
         raise ConfigError(
@@ -85,15 +85,15 @@ def make_chat_model(config: AgentConfig, *, environ: Mapping[str, str] | None = 
         model=name,
         base_url=base_url,
         api_key=SecretStr(api_key),
-        timeout=config.request_timeout_s,
-        max_retries=config.model_max_retries,
-        retry_after_max_s=config.model_retry_after_max_s,
+        timeout=config.chat.request_timeout_s,
+        max_retries=config.chat.max_retries,
+        retry_after_max_s=config.chat.retry_after_max_s,
         # Other OpenAI-compatible servers speak chat completions only; without this, some model
         # names (e.g. "*codex*") would silently switch the client to the Responses API.
         use_responses_api=False if base_url else None,
         # Some servers cannot stream a reply that may call a tool (docs/servers.md): then a
         # reply is asked for whole, even when tokens are streamed to a terminal or Studio.
-        disable_streaming=False if config.model_streaming else "tool_calling",
+        disable_streaming=False if config.chat.streaming else "tool_calling",
     )
 
 

@@ -11,7 +11,7 @@ field the server used.
 
 Other servers leave the thinking in the text, as a leading `<think>…</think>` block.
 `split_think` takes it out (the agent keeps it as the reply's reasoning), unless
-`AgentConfig.keep_think` says to leave the text as the model wrote it.
+`ChatSettings.keep_think` says to leave the text as the model wrote it.
 """
 
 from __future__ import annotations

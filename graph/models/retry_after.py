@@ -2,7 +2,7 @@
 
 The openai client waits what `Retry-After` asks (seconds or an HTTP date) when it is at most two
 minutes, and past that does not retry at all. bashgraph makes the ceiling a setting
-(`AgentConfig.model_retry_after_max_s`): a wait up to it is honoured, a longer one ends the
+(`ChatSettings.retry_after_max_s`): a wait up to it is honoured, a longer one ends the
 request at once, and the error line says when the server will take requests again.
 
 `with_ceiling` changes that one rule of an openai client. How many retries were

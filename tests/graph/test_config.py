@@ -29,7 +29,7 @@ def test_a_setting_that_is_no_value_is_refused(setting: dict[str, Any], words: s
 @pytest.mark.parametrize("base_url", [None, "", "http://127.0.0.1:8080/v1", "https://api.example.com/v1"])
 def test_a_base_url_may_be_unset_empty_or_an_http_url(base_url: str | None) -> None:
     """Empty, as a compose file's `BASHGRAPH_BASE_URL=` gives it, means not set."""
-    assert AgentConfig(base_url=base_url).base_url == base_url
+    assert AgentConfig(base_url=base_url).chat.base_url == base_url
 
 
 def test_zero_retries_and_zero_grace_are_values() -> None:

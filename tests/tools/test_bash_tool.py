@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from bashgraph.tools import (
     make_bash_tool,
     validate_bash_args,
 )
+from bashgraph.tools.runner.options import DEFAULT_OPTIONS, RunOptions
 
 
 def problem_of(raw: object) -> str:
@@ -170,6 +172,15 @@ def test_render_chars_bounds_the_content(tmp_path: Path) -> None:
     """The tool's content never exceeds render_chars."""
     tool = make_bash_tool(render_chars=300, spill_dir=tmp_path)
     assert len(call(tool, {"command": "seq 1 100000"}).content) <= 300
+
+
+def test_every_run_option_can_be_a_run_default(tmp_path: Path) -> None:
+    """Each `RunOptions` field is a keyword of make_bash_tool: the tool takes what run_command
+    does (here each field's default, and `sandbox=None`), with no list of its own to fall behind."""
+    for field in dataclasses.fields(RunOptions):
+        make_bash_tool(**{field.name: getattr(DEFAULT_OPTIONS, field.name)})
+    tool = make_bash_tool(inherit_env=False, env={"GREETING": "hello"}, grace=0.1, cwd=tmp_path)
+    assert call(tool, {"command": "echo $GREETING"}).content == "hello"
 
 
 def test_unknown_run_default_is_a_programming_error() -> None:

@@ -11,6 +11,7 @@ the text), and the ToolMessage's `status` is "error" for every outcome but `ok`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bashgraph.tools.limits import MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.results import CommandResult, Outcome, args_error, render_for_model
 from bashgraph.tools.runner import twin
-from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
+from bashgraph.tools.runner.options import DEFAULT_TIMEOUT, RunOptions
 from bashgraph.tools.runner.process import arun_command, run_command
 
 BASH_TOOL_NAME = "bash"
@@ -270,9 +271,9 @@ def make_bash_tool(
     )
 
 
-_RUN_KEYWORDS = frozenset(
-    {"cwd", "env", "pass_env", "inherit_env", "shell", "max_output_chars", "grace", "spill_dir"}
-)
+#: `run_command`'s keywords a tool may fix: `cwd` and every field of `RunOptions` (read off the
+#: dataclass, so a new field is accepted without a second list to keep in step).
+_RUN_KEYWORDS = frozenset({"cwd", *(field.name for field in dataclasses.fields(RunOptions))})
 
 
 def _check_run_defaults(run_defaults: Mapping[str, Any]) -> None:

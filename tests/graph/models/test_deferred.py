@@ -116,10 +116,11 @@ def test_a_session_and_its_copies_make_the_model_once(
     openai_server.add(text("one"), text("two"), text("three"), text("four"))
     config = AgentConfig(model="served", base_url=openai_server.base_url, workdir=str(tmp_path))
     with open_session(str(tmp_path / "runs.sqlite"), config=config) as session:
-        asking = session.with_config(dataclasses.replace(config, on_environment_error="ask"))
-        other = session.with_config(dataclasses.replace(config, model="other"))
+        asking_budgets = dataclasses.replace(config.budgets, on_environment_error="ask")
+        asking = session.with_config(dataclasses.replace(config, budgets=asking_budgets))
+        other = session.with_config(dataclasses.replace(config, chat=dataclasses.replace(config.chat, model="other")))
         for runner, thread in ((session, "a"), (asking, "b"), (asking, "c"), (other, "d")):
             for _ in runner.run({"messages": [HumanMessage("hi")]}, thread):
                 pass
-    assert [c.model for c in made] == ["served", "other"]
+    assert [c.chat.model for c in made] == ["served", "other"]
     assert [request.model for request in openai_server.chat_requests] == ["served", "served", "served", "other"]

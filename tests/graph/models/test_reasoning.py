@@ -92,7 +92,7 @@ def test_keep_think_leaves_the_text_as_written(openai_server: FakeOpenAIServer, 
     openai_server.add(text("<think>hmm</think>The answer."))
     state = run_task(openai_server, tmp_path, "answer", stream=False, keep_think=True)
     assert state["messages"][-1].content == "<think>hmm</think>The answer."
-    assert AgentConfig.from_env({"BASHGRAPH_KEEP_THINK": "true"}).keep_think is True
+    assert AgentConfig.from_env({"BASHGRAPH_KEEP_THINK": "true"}).chat.keep_think is True
 
 
 @pytest.mark.parametrize(("text_in", "expected"), [

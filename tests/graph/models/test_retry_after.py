@@ -41,7 +41,7 @@ def failure(server: FakeOpenAIServer, **settings: Any) -> str:
         make_chat_model(config, environ={}).invoke("hi")
     except Exception as exc:
         return describe_model_error(exc, base_url=server.base_url,
-                                    retry_after_max_s=config.model_retry_after_max_s)
+                                    retry_after_max_s=config.chat.retry_after_max_s)
     raise AssertionError("the call succeeded")
 
 
@@ -96,8 +96,8 @@ def test_the_ceiling_may_be_above_the_clients_own_limit() -> None:
 
 
 def test_the_ceiling_is_a_setting() -> None:
-    assert AgentConfig().model_retry_after_max_s == 60
-    assert AgentConfig.from_env({"BASHGRAPH_MODEL_RETRY_AFTER_MAX_S": "5"}).model_retry_after_max_s == 5
+    assert AgentConfig().chat.retry_after_max_s == 60
+    assert AgentConfig.from_env({"BASHGRAPH_MODEL_RETRY_AFTER_MAX_S": "5"}).chat.retry_after_max_s == 5
 
 
 @pytest.mark.parametrize(("headers", "expected"), [

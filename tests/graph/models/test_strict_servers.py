@@ -70,5 +70,5 @@ def test_model_streaming_off_asks_for_whole_replies(
 
 def test_model_streaming_is_read_from_the_environment() -> None:
     """BASHGRAPH_MODEL_STREAMING=false turns it off."""
-    assert AgentConfig.from_env({"BASHGRAPH_MODEL_STREAMING": "false"}).model_streaming is False
-    assert AgentConfig.from_env({}).model_streaming is True
+    assert AgentConfig.from_env({"BASHGRAPH_MODEL_STREAMING": "false"}).chat.streaming is False
+    assert AgentConfig.from_env({}).chat.streaming is True

@@ -97,7 +97,8 @@ def test_a_lock_block_holds_the_thread_across_runs(db_url: str, thread_prefix: s
                 await drain(session, task("sleep"), thread)
                 assert (await session.astate(thread)).interrupts, "the timeout should ask a person"
                 assert not free(db_url, thread)
-                other_settings = session.with_config(dataclasses.replace(config, max_steps=10))
+                fewer_steps = dataclasses.replace(config.budgets, max_steps=10)
+                other_settings = session.with_config(dataclasses.replace(config, budgets=fewer_steps))
                 await drain(other_settings, Command(resume="skip"), thread)
                 assert not free(db_url, thread)
             assert free(db_url, thread)
