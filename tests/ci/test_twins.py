@@ -75,7 +75,7 @@ def test_the_pairs_are_found() -> None:
     pairs = {re.sub(r":\d+:", ":", pair) for pair in repeated_lines()}
     assert "graph/execution.py:run/arun" in pairs
     assert "graph/nodes.py:agent/aagent" in pairs
-    assert "graph/store/session.py:run/arun" in pairs
+    assert "graph/session.py:run/arun" in pairs
     assert "graph/store/setup_lock.py:setting_up/asetting_up" in pairs
     assert "tools/runner/process.py:run_command/arun_command" in pairs
 
