@@ -15,9 +15,9 @@ as psycopg or subprocess, counts as bashgraph's; one LangGraph calls does not).
 
 Needs langhost, langgraph-runtime-pg, redis-server and BASHGRAPH_TEST_POSTGRES (an admin URL:
 a fresh database is created and dropped); without them it says so and exits 0. Without py-spy
-the share is not measured. Exits 1 when a run failed, or when a `runs.wait` on one worker did
-not return the final state (with two, langgraph-runtime-pg's join can stop before the last event
-arrives through Redis: such runs are counted in "not final", see docs/serving.md).
+the share is not measured. Exits 1 when a run failed or a `runs.wait` did not return the final
+state (the server's `http.app`, graph/server_app.py, answers it from the thread when
+langgraph-runtime-pg's join ended before the last event arrived from the other worker).
 """
 
 from __future__ import annotations
@@ -228,13 +228,9 @@ def main() -> int:
         for workers in sorted(args.workers):
             results += _run_workers(workers, levels, database, redis.url, folder)
     failed = sum(level.failed for level in results)
-    # With one worker the stream of a run is in the process that joins it: its `runs.wait` must
-    # end on the final state. With more, runtime-pg's join can stop before the last event
-    # reaches it through Redis (docs/serving.md): counted, not failed.
-    not_final = sum(level.not_final for level in results if level.workers == 1)
+    not_final = sum(level.not_final for level in results)
     if failed or not_final:
-        print(f"bench_serving: {failed} run(s) failed, {not_final} runs.wait on one worker "
-              "did not return the final state")
+        print(f"bench_serving: {failed} run(s) failed, {not_final} runs.wait did not return the final state")
         return 1
     return 0
 

@@ -3,9 +3,10 @@
 * kill -9 of the worker that runs a command: after the run's heartbeat expires
   (LG_BG_JOB_HEARTBEAT, 5 s here) the run is taken up again; the command is not started again,
   what is left of it on this host is stopped, and the model is told it was interrupted;
-* runs of many threads at once over both workers: each command runs once and each thread ends
-  done. (Its state is read with `threads.get_state`: with two workers, runtime-pg's `runs.wait`
-  can return the state before the last step, see docs/serving.md.)
+* runs of many threads at once over both workers: each command runs once, and each `runs.wait`
+  answers its thread's final state, also when the other worker ran it (runtime-pg's own answer
+  can be the state before the last step; graph/server_app.py answers from the thread, see
+  docs/serving.md).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tests.serving.test_one_worker import GRAPH, Served
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # a server starts in the first test
 CONCURRENT_THREADS = 12
+STEPS = 3  # commands a thread runs: more steps, more chances for an answer to end early
 
 
 @pytest.fixture(scope="module")
@@ -96,17 +98,21 @@ def _status(served: Served, thread_id: str, run_id: str) -> str | None:
 def test_many_threads_over_two_workers_each_run_their_command_once(served: Served) -> None:
     batch = uuid.uuid4().hex[:8]
 
-    def one(index: int) -> tuple[Path, Any]:
+    def one(index: int) -> tuple[Path, Any, Any]:
         client = served.client()
         counter = served.work / f"counter-{batch}-{index}"
         thread_id = client.threads.create()["thread_id"]
-        client.runs.wait(thread_id, GRAPH, input=task(f"echo {index} >> {counter.name}"))
-        return counter, client.threads.get_state(thread_id)["values"]
+        answered = client.runs.wait(thread_id, GRAPH, input=task(f"echo {index} >> {counter.name}", STEPS))
+        return counter, answered, client.threads.get_state(thread_id)["values"]
 
     with ThreadPoolExecutor(CONCURRENT_THREADS) as pool:
         finished = list(pool.map(one, range(CONCURRENT_THREADS)))
 
-    for counter, state in finished:
-        assert lines(counter) == 1, counter
+    for counter, answered, state in finished:
+        assert lines(counter) == STEPS, counter
         assert state["status"] == "done", state
         assert state["messages"][-1]["content"] == "done: (no output)", state["messages"]
+        # The wait's own answer is that final state (the graph's output), not an earlier step's.
+        assert answered == {k: v for k, v in state.items() if k in answered}, answered.get("messages")
+        assert answered["status"] == "done"
+        assert answered["messages"] == state["messages"]
