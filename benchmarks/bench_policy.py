@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from bashgraph.tools.limits import MAX_COMMAND_BYTES
+from bashgraph.tools.runner.options import MAX_COMMAND_BYTES
 from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy
 
 MAX_GROWTH = 25.0

@@ -18,7 +18,7 @@ import signal
 import time
 
 from bashgraph.tools.results import CommandResult, Outcome
-from bashgraph.tools.runner.environment import build_env
+from bashgraph.tools.runner.options import build_env
 from bashgraph.tools.runner.spawn import inheritable_descriptors
 
 BASH = "/bin/bash" if os.path.exists("/bin/bash") else "/usr/bin/bash"

@@ -53,13 +53,14 @@ if TYPE_CHECKING:
         SpawnErrorKind,
         render_for_model,
     )
-    from bashgraph.tools.runner.environment import is_secret_name, scrub_env
     from bashgraph.tools.runner.options import (
         DEFAULT_GRACE,
         DEFAULT_MAX_OUTPUT_CHARS,
         DEFAULT_TIMEOUT,
         RunOptionFields,
         RunOptions,
+        is_secret_name,
+        scrub_env,
     )
     from bashgraph.tools.runner.process import arun_command, run_command
 
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
                      "validate_bash_args"), "bash_tool"),
-    **dict.fromkeys(("is_secret_name", "scrub_env"), "runner.environment"),
+    **dict.fromkeys(("is_secret_name", "scrub_env"), "runner.options"),
     **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "RunOptionFields",
                      "RunOptions"), "runner.options"),
     **dict.fromkeys(("arun_command", "run_command"), "runner.process"),

@@ -19,14 +19,13 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from bashgraph.tools.limits import MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.results import CommandResult, Outcome, args_error, render_for_model
-from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
+from bashgraph.tools.runner.options import DEFAULT_TIMEOUT, MAX_COMMAND_BYTES, command_size_problem
 from bashgraph.tools.runner.process import arun_command, run_command
 
 BASH_TOOL_NAME = "bash"
 DEFAULT_MAX_TIMEOUT = 600.0
-#: Linux cannot pass a longer `bash -c` script (see `limits`); the approval rules never read one.
+#: Linux cannot pass a longer `bash -c` script (see `runner.options`); the approval rules never read one.
 DEFAULT_MAX_COMMAND_BYTES = MAX_COMMAND_BYTES
 #: The rendered text of one tool result is cut (middle out) to this many characters.
 DEFAULT_RENDER_CHARS = 20_000

@@ -12,13 +12,43 @@ own (`RunOptionFields`), which replaces that field for one call:
 The graph's `Executor` builds its options once per agent from `AgentConfig`; background jobs
 (`tools/jobs/table.py`) start from the same object. Nothing here is checked when the options
 are built: a bad value (a negative timeout) is the command's `args_error`, never an exception.
+
+## The longest command, and why: Linux's limit on one argument
+
+The command reaches the shell as one argument of `bash -c` (after a short preamble, see
+`launch`). Linux refuses to `exec` with any single argument longer than `MAX_ARG_STRLEN`
+(32 pages: 131072 bytes, the terminating NUL included) with E2BIG, so a longer command could
+never run. The tool refuses it up front as an `args_error`, and the approval rules never read
+it: their work grows with the command's length, and this bounds it.
+
+## The environment: inherited, minus anything that looks like a secret
+
+A model-driven shell will print `env` sooner or later, and whatever it prints lands in the model's
+context, the checkpoints and the logs. So every inherited variable whose *name* looks like a
+credential is dropped before the command starts, unless the caller names it in `pass_env`.
+
+The rule, case-insensitive, on the name split into words at `_`, `-` and `.`:
+
+* a word *contains* one of `SECRET_STEMS` (so `apikey`, `GITHUB_TOKEN`, `DB_PASSWORD`,
+  `SSH_AUTH_SOCK` all go), unless the word is one of `HARMLESS_WORDS` — a short, explicit list of
+  everyday words that merely contain a stem (`AUTHOR` in `GIT_AUTHOR_NAME`, `TOKENIZERS` in
+  `TOKENIZERS_PARALLELISM`, `KEYBOARD`);
+* or a word *is* one of `SECRET_WORDS` (short words too common as substrings: `PASS`, `PWD`),
+  except the shell's own `PWD`/`OLDPWD`;
+* or the name starts with one of `SECRET_PREFIXES` (whole vendor namespaces: `OPENAI_`, `AWS_`...);
+* or the *value* carries a password inside a URL (`postgresql://user:pw@host/db`).
+
+Dropping a harmless variable costs a `pass_env` entry; leaking a key costs the key, so the rule
+errs towards dropping.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
@@ -122,3 +152,131 @@ def argument_problem(command: object, options: RunOptions) -> str | None:
     if options.max_output_chars < 0:
         return f"'max_output_chars' must be >= 0, got {options.max_output_chars!r}"
     return None
+
+
+#: Linux's `MAX_ARG_STRLEN` (include/uapi/linux/binfmts.h): 32 pages of 4 KiB.
+MAX_ARG_STRLEN = 32 * 4096
+#: What is left for the command once the preamble (well under 1 KiB) and the NUL are counted.
+MAX_COMMAND_BYTES = MAX_ARG_STRLEN - 1024
+
+
+def command_size_problem(command: str, limit: int = MAX_COMMAND_BYTES) -> str | None:
+    """Why `command` is too long to run (one line), or None. Counts UTF-8 bytes, as Linux does."""
+    if len(command) <= limit // 4:
+        return None  # at most 4 bytes a character: no need to encode
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return (f"'command' is {size} bytes in UTF-8, the limit is {limit} "
+            f"(Linux refuses a longer argument to bash -c)")
+
+
+SECRET_STEMS = (
+    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDS", "AUTH",
+    "PRIVATE", "COOKIE", "WEBHOOK",
+)
+SECRET_WORDS = frozenset({"PASS", "PWD", "PW", "PAT", "DSN"})
+HARMLESS_WORDS = frozenset({"AUTHOR", "AUTHORS", "KEYBOARD", "KEYMAP", "TOKENIZERS"})
+HARMLESS_NAMES = frozenset({"PWD", "OLDPWD"})
+SECRET_PREFIXES = (
+    "OPENAI_", "ANTHROPIC_", "LANGSMITH_", "LANGCHAIN_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",
+    "GCLOUD_", "GH_", "HF_", "HUGGING_FACE_", "HUGGINGFACE_", "MISTRAL_", "COHERE_", "GROQ_",
+    "GEMINI_", "DEEPSEEK_", "TOGETHER_", "REPLICATE_", "OPENROUTER_", "XAI_", "VERTEX_",
+    "SLACK_", "STRIPE_", "SENTRY_",
+)
+
+#: What a command gets with `inherit_env=False` (when the parent has them), before `pass_env`.
+MINIMAL_NAMES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ",
+                 "TMPDIR")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+_WORD_SPLIT = re.compile(r"[_.\-]+")
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/@\s:]*:[^/@\s]+@")
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """True when an environment variable called `name` should not reach a command.
+
+    Cached: the same few dozen names are checked on every command.
+    """
+    upper = name.upper()
+    if upper in HARMLESS_NAMES:
+        return False
+    if upper.startswith(SECRET_PREFIXES):
+        return True
+    for word in _WORD_SPLIT.split(upper):
+        if word in SECRET_WORDS:
+            return True
+        if word not in HARMLESS_WORDS and any(stem in word for stem in SECRET_STEMS):
+            return True
+    return False
+
+
+def has_secret_value(value: str) -> bool:
+    """True when `value` embeds a password in a URL (`scheme://user:password@host`)."""
+    return "://" in value and _URL_PASSWORD.search(value) is not None
+
+
+def scrub_env(environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """A copy of `environ` without secrets; names in `pass_env` are kept whatever they look like."""
+    keep = frozenset(pass_env)
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in keep or not (is_secret_name(name) or has_secret_value(value))
+    }
+
+
+def minimal_env(environ: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """Only `MINIMAL_NAMES` (and `pass_env`) from `environ`, with a default PATH."""
+    names = (*MINIMAL_NAMES, *pass_env)
+    env = {name: environ[name] for name in names if name in environ}
+    env.setdefault("PATH", DEFAULT_PATH)
+    return scrub_env(env, pass_env)
+
+
+def build_env(
+    *,
+    extra: Mapping[str, str] | None,
+    pass_env: Iterable[str],
+    inherit_env: bool,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one command: scrubbed inheritance, then the caller's `extra` on top.
+
+    `extra` is the caller's explicit choice, so it is not scrubbed.
+    """
+    passed = tuple(pass_env)
+    if environ is None:
+        env = _from_process_environ(passed, inherit_env)
+    else:
+        env = scrub_env(environ, passed) if inherit_env else minimal_env(environ, passed)
+    if extra:
+        env.update(extra)
+    return env
+
+
+_Snapshot = dict[bytes, bytes]
+_cache: dict[tuple[tuple[str, ...], bool], tuple[_Snapshot, dict[str, str]]] = {}
+
+
+def _from_process_environ(pass_env: tuple[str, ...], inherit_env: bool) -> dict[str, str]:
+    """`scrub_env`/`minimal_env` of `os.environ`, recomputed only when `os.environ` changed.
+
+    Scrubbing costs tens of microseconds per command, as much as the rest of the bookkeeping;
+    comparing the raw environment with a snapshot costs well under one.
+    """
+    raw: _Snapshot | None = getattr(os.environ, "_data", None)
+    key = (pass_env, inherit_env)
+    hit = _cache.get(key)
+    if raw is not None and hit is not None and hit[0] == raw:
+        return dict(hit[1])
+    snapshot = dict(raw) if raw is not None else {}
+    source = {os.fsdecode(k): os.fsdecode(v) for k, v in snapshot.items()} if raw else os.environ
+    env = scrub_env(source, pass_env) if inherit_env else minimal_env(source, pass_env)
+    if raw is not None:
+        if len(_cache) >= 32:
+            _cache.clear()
+        _cache[key] = (snapshot, env)
+    return dict(env)

@@ -19,7 +19,7 @@ How a command runs:
   sandbox forbids (writing outside the workdir, the network) makes the command fail on its own:
   an ordinary `exit_error` with the evidence in stderr. A command killed by a signal inside the
   sandbox exits 128+n there, so it is an `exit_error` too (the hint names the signal).
-* The environment is inherited minus secrets (`environment.scrub_env`), plus the caller's
+* The environment is inherited minus secrets (`options.scrub_env`), plus the caller's
   `env`, plus `BASHGRAPH_RUN_ID`, the marker `reaper` uses to find escaped processes.
 * Output: stdout and stderr are captured apart, in bounded memory (`capture`); `on_output`
   receives the recent text while the command runs (`live`).
@@ -51,7 +51,6 @@ from typing import Unpack
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner import drive, launch, spawn
 from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
-from bashgraph.tools.runner.environment import build_env
 from bashgraph.tools.runner.live import OutputCallback, guarded
 from bashgraph.tools.runner.options import (
     DEFAULT_GRACE,
@@ -62,6 +61,7 @@ from bashgraph.tools.runner.options import (
     RunOptionFields,
     RunOptions,
     argument_problem,
+    build_env,
     merged,
 )
 from bashgraph.tools.runner.reaper import MARKER_VAR

@@ -3,7 +3,7 @@
 Two sources of secrets, matched by one compiled regular expression (one pass over the text):
 
 * values we know: the values of the environment variables whose names look like credentials
-  (`environment.is_secret_name`, plus values that carry a password inside a URL). The environment
+  (`options.is_secret_name`, plus values that carry a password inside a URL). The environment
   scrubbing keeps them out of a command's environment, but a command can still read them from a
   file (`cat .env`) and print them;
 * well-known key shapes (`SHAPES`): OpenAI, Anthropic, AWS, GitHub, Slack, Google keys, JWTs,
@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from bashgraph.tools.results import CommandResult
-from bashgraph.tools.runner.environment import has_secret_value, is_secret_name
+from bashgraph.tools.runner.options import has_secret_value, is_secret_name
 
 MIN_SECRET_LENGTH = 6
 #: Kind -> pattern. Each starts with a plain character: the whole alternation then starts with
