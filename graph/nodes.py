@@ -33,11 +33,10 @@ from bashgraph.graph.models.cutoff import (
 )
 from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
-from bashgraph.graph.output_preview import preview_fields
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
 from bashgraph.tools.bash_tool import BASH_TOOL_NAME
-from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
+from bashgraph.tools.results import CommandResult, args_error, clip, preview_fields, render_for_model
 from bashgraph.tools.runner.drive import in_thread
 
 
