@@ -32,19 +32,23 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall
 
-from bashgraph.graph import partial_output
 from bashgraph.graph.call_journal import (
     CALL_MARKER_VAR,
     CallContext,
     Journal,
     JournalEntry,
+    Partial,
+    PartialOutput,
     interrupted_result,
+    load_partial,
+    record_path,
+    recording,
+    save_partial,
     sweep_cut_off,
     unrecorded_result,
 )
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.jobs import Answer, RunJobs
-from bashgraph.graph.partial_output import PartialOutput
 from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
@@ -175,14 +179,14 @@ class Executor:
         seen = PartialOutput() if ctx.journal is not None else None  # for a resume to report
         try:
             result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
-                                        on_output=self._live(partial_output.recording(seen, on_output)),
+                                        on_output=self._live(recording(seen, on_output)),
                                         options=setup.loop_options,
                                         timeout=plan.timeout or self.config.timeout_s,
                                         env={CALL_MARKER_VAR: plan.marker})
         except asyncio.CancelledError:
             if seen is not None and setup.options.spill_dir:
-                path = partial_output.record_path(setup.options.spill_dir, plan.marker)
-                await to_its_end(in_thread(loop, functools.partial(partial_output.save, path, seen.stopped_now())))
+                path = record_path(setup.options.spill_dir, plan.marker)
+                await to_its_end(in_thread(loop, functools.partial(save_partial, path, seen.stopped_now())))
             raise
         return await self._journaled(ctx, functools.partial(self._finish, plan, result))
 
@@ -199,11 +203,11 @@ class Executor:
         return await in_thread(asyncio.get_running_loop(), step)
 
     @staticmethod
-    def _partial_of(setup: Setup, entry: JournalEntry) -> partial_output.Partial | None:
+    def _partial_of(setup: Setup, entry: JournalEntry) -> Partial | None:
         """What a cancelled run of `entry` recorded on this host (blocking), if anything."""
         if entry.marker is None or not setup.options.spill_dir:
             return None
-        return partial_output.load(partial_output.record_path(setup.options.spill_dir, entry.marker))
+        return load_partial(record_path(setup.options.spill_dir, entry.marker))
 
     def _job_tool(self, call: ToolCall, ctx: CallContext) -> Answer:
         """`bash_output` / `bash_kill` (blocking), redacted like every result."""
