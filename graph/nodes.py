@@ -206,8 +206,10 @@ class LoopNodes:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
-        check = functools.partial(self._denied_by_changed_rules, state, calls)
-        denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
+        denied: dict[str, CommandResult] = {}
+        if self._rules_changed(state):  # rarely: the checks' cost matters only then
+            check = functools.partial(self._denied_by_changed_rules, state, calls)
+            denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
         results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit, denied) for call in calls))
         return self._batch_update(state, calls, list(results), ctx, cwd)
 
@@ -216,12 +218,18 @@ class LoopNodes:
         another policy lands here once the step's routing was saved): refused, whatever the
         old rules or a person allowed. Deny beats every allow; what the new rules would only
         ask about is not asked again past `approve`."""
-        checks = state.get("policy_checks")
-        if self.checker is None or (checks is not None and checks["policy"] == self.checker.fingerprint):
+        if not self._rules_changed(state):
             return {}
+        assert self.checker is not None
+        checks = state.get("policy_checks")
         cwd = state.get("cwd")
         denials = {call.get("id") or "": denial_of(call, self.checker.check_of(call, cwd, checks)) for call in calls}
         return {call_id: denial for call_id, denial in denials.items() if denial is not None}
+
+    def _rules_changed(self, state: AgentState) -> bool:
+        """The rules differ from those `agent` checked this batch's calls with."""
+        checks = state.get("policy_checks")
+        return self.checker is not None and (checks is None or checks["policy"] != self.checker.fingerprint)
 
     def _batch(self, state: AgentState, config: RunnableConfig) -> tuple[list[ToolCall], CallContext]:
         messages = state.get("messages", [])
