@@ -31,6 +31,7 @@ from bashgraph.graph.routing import (
     TOOLS_EDGES,
     AgentEdgeView,
     HopView,
+    inline_forms,
     labelled,
     next_after_agent,
     next_after_route,
@@ -146,11 +147,7 @@ def inline_router(choose: Callable[[Any], str]) -> Runnable[Any, Any]:
     (`next_hop`), in the next node, and in the drawing's labelled edges.
     """
 
-    async def achoose(state: Any) -> str:
-        return choose(state)
-
-    achoose.__annotations__ = choose.__annotations__  # LangGraph reads the input type from it
-    return dual_node(choose, achoose, choose.__name__)
+    return dual_node(*inline_forms(choose), choose.__name__)
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:
