@@ -1,6 +1,10 @@
-"""Running one tool call for the graph: validate, consult the journal, run, record.
+"""Running one tool call for the graph: consult the journal, run, record.
 
-The sync and async paths share `_begin` / `_finish`; only the line that runs the command differs.
+The tools' call runner (`bashgraph.tools.CallRunner`) validates the call, runs it and redacts
+what it printed; around it, this journals the call (so a resume never runs it twice), hands
+background calls and the job tools to the run's jobs (graph/jobs.py), and answers a call the
+journal shows was cut off. The sync and async paths share `_begin` / `_finish`; only the line
+that runs the command differs.
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
 this process's directory, the shell's path, the spill directory, and — with `config.sandbox` —
@@ -52,13 +56,12 @@ from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
-from bashgraph.tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
+from bashgraph.tools import BASH_TOOL_NAME, BashArgs, CallRunner
 from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
 from bashgraph.tools.jobs.table import JobRequest
 from bashgraph.tools.results import CommandResult, args_error
 from bashgraph.tools.runner.drive import in_thread, to_its_end
 from bashgraph.tools.runner.live import OutputCallback
-from bashgraph.tools.runner.process import arun_command, run_command
 from bashgraph.tools.safety.redact import Redactor
 from bashgraph.tools.safety.sandbox import BwrapSandbox
 
@@ -69,11 +72,9 @@ _T = TypeVar("_T")
 class _Plan:
     call_id: str
     ctx: CallContext
-    command: str
-    timeout: float | None
+    args: BashArgs
     cwd: str | None
     marker: str
-    background: bool = False
 
 
 #: Receives the stream events a call produced besides its live output (`job_start`, ...).
@@ -94,7 +95,8 @@ class Executor:
         self.config = config
         self.journal = journal
         # Secrets are those of this process's environment: what a command could print.
-        self.redactor = Redactor.from_environ(os.environ) if config.redact else None
+        redactor = Redactor.from_environ(os.environ) if config.redact else None
+        self.calls = CallRunner(redactor=redactor, max_timeout=config.max_timeout_s, background=True)
         self._setup: Setup | None = None
         self._setup_lock = threading.Lock()
         self._close_sandbox: weakref.finalize[Any, Any] | None = None
@@ -138,15 +140,13 @@ class Executor:
             return interrupted_result(plan.entry, swept, cwd, self._partial_of(setup, plan.entry))
         if isinstance(plan, CommandResult):
             return plan
-        if plan.background:
-            request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.options)
+        if plan.args.background:
+            request = JobRequest(plan.args.command, plan.cwd or setup.workdir, setup.options)
             # The event names the call as the call's other events do (not by its journal key).
             answer = self.jobs.start(request, ctx.thread_id, call.get("id") or "")
-            return self._finish(plan, self._emitted(answer, on_event))
-        result = run_command(plan.command, cwd=plan.cwd or setup.workdir,
-                             on_output=self._live(on_output), options=setup.options,
-                             timeout=plan.timeout or self.config.timeout_s,
-                             env={CALL_MARKER_VAR: plan.marker})
+            return self._finish(plan, self.calls.redact(self._emitted(answer, on_event)))
+        result = self.calls.run(plan.args, options=setup.options, cwd=plan.cwd or setup.workdir,
+                                env={CALL_MARKER_VAR: plan.marker}, on_output=on_output)
         return self._finish(plan, result)
 
     async def arun(self, call: ToolCall, cwd: str | None, ctx: CallContext,
@@ -171,18 +171,17 @@ class Executor:
             return interrupted_result(plan.entry, swept, cwd, recorded)
         if isinstance(plan, CommandResult):
             return plan
-        if plan.background:
-            request = JobRequest(plan.command, plan.cwd or setup.workdir, setup.loop_options)
+        if plan.args.background:
+            request = JobRequest(plan.args.command, plan.cwd or setup.workdir, setup.loop_options)
             start = functools.partial(self.jobs.start, request, ctx.thread_id, call.get("id") or "")
-            started = self._emitted(await in_thread(loop, start), on_event)
+            started = self.calls.redact(self._emitted(await in_thread(loop, start), on_event))
             return await self._journaled(ctx, functools.partial(self._finish, plan, started))
         seen = PartialOutput() if ctx.journal is not None else None  # for a resume to report
         try:
-            result = await arun_command(plan.command, cwd=plan.cwd or setup.workdir,
-                                        on_output=self._live(recording(seen, on_output)),
-                                        options=setup.loop_options,
-                                        timeout=plan.timeout or self.config.timeout_s,
-                                        env={CALL_MARKER_VAR: plan.marker})
+            # Redacted before `seen` keeps it, as before anyone else does.
+            result = await self.calls.arun(plan.args, options=setup.loop_options, cwd=plan.cwd or setup.workdir,
+                                           env={CALL_MARKER_VAR: plan.marker},
+                                           on_output=recording(seen, on_output))
         except asyncio.CancelledError:
             if seen is not None and setup.options.spill_dir:
                 path = record_path(setup.options.spill_dir, plan.marker)
@@ -215,8 +214,7 @@ class Executor:
         if isinstance(job_id, CommandResult):
             return Answer(job_id)
         answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.max_output_chars)
-        if self.redactor is not None:
-            answer.result = self.redactor.redact_result(answer.result)
+        answer.result = self.calls.redact(answer.result)
         return answer
 
     def _emitted(self, answer: Answer, on_event: EventCallback | None) -> CommandResult:
@@ -224,8 +222,8 @@ class Executor:
         if on_event is None:
             return answer.result
         for event in answer.events:
-            if "text" in event and self.redactor is not None:
-                event = {**event, "text": self.redactor.redact(event["text"])}  # noqa: PLW2901
+            if "text" in event:
+                event = {**event, "text": self.calls.redact_text(event["text"])}  # noqa: PLW2901
             on_event(event)
         return answer.result
 
@@ -269,7 +267,7 @@ class Executor:
         if ctx.journal is not None and ctx.thread_id is not None:
             check_held(ctx.thread_id)  # a lock lost meanwhile: another worker may run the thread
             ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
-        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
+        return _Plan(call_id, ctx, args, cwd, marker)
 
     def _recorded(self, call: ToolCall,
                   ctx: CallContext) -> CommandResult | _CutOff | tuple[str, BashArgs]:
@@ -278,12 +276,9 @@ class Executor:
         if call["name"] != BASH_TOOL_NAME:
             tools = ", ".join((BASH_TOOL_NAME, *JOB_TOOL_NAMES))
             return args_error(f"unknown tool {call['name']!r}; the tools are {tools}")
-        args = validate_bash_args(call["args"], max_timeout=self.config.max_timeout_s, background=True)
+        args = self.calls.check(call["args"])
         if isinstance(args, CommandResult):
             return args
-        if args.background and args.timeout is not None:
-            return args_error("'timeout' does not apply to a background job: it runs until it "
-                              "exits, bash_kill stops it, or the run ends", args.command)
         call_id = ctx.key(call.get("id") or "")
         entry = self._entry(call_id, ctx)
         if entry is not None and entry.command != args.command:
@@ -313,16 +308,8 @@ class Executor:
         store = store_of()
         return dataclasses.replace(ctx, journal=StoreJournal(store)) if store is not None else ctx
 
-    def _live(self, on_output: OutputCallback | None) -> OutputCallback | None:
-        """`on_output` behind the redactor, when there is one."""
-        if on_output is not None and self.redactor is not None:
-            return functools.partial(_redacted, self.redactor, on_output)
-        return on_output
-
     def _finish(self, plan: _Plan, result: CommandResult) -> CommandResult:
-        # Redacted before the journal, the checkpoint or the model ever holds the text.
-        if self.redactor is not None:
-            result = self.redactor.redact_result(result)
+        """Journal the (redacted) result of a call that started."""
         if plan.ctx.journal is not None and plan.ctx.thread_id is not None:
             plan.ctx.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
@@ -340,10 +327,6 @@ def collect_executors() -> Iterator[list[Executor]]:
         yield built
     finally:
         _collecting.reset(token)
-
-
-def _redacted(redactor: Redactor, callback: OutputCallback, stream: str, text: str) -> None:
-    callback(stream, redactor.redact(text))
 
 
 def _event_loop_running() -> bool:

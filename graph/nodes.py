@@ -35,8 +35,8 @@ from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
-from bashgraph.tools.bash_tool import BASH_TOOL_NAME
-from bashgraph.tools.results import CommandResult, args_error, clip, preview_fields, render_for_model
+from bashgraph.tools import BASH_TOOL_NAME, tool_message
+from bashgraph.tools.results import CommandResult, args_error, preview_fields
 from bashgraph.tools.runner.drive import in_thread
 
 
@@ -56,24 +56,12 @@ def pending_calls(message: AIMessage) -> list[ToolCall]:
     return calls
 
 
-#: Stream text kept in a ToolMessage's artifact. The rendered content already carries the
-#: capped output; the artifact is for routing and evidence, and it is stored in every
-#: checkpoint, so it stays small (the full output is in the journal and spill files).
-ARTIFACT_STREAM_CHARS = 2_000
-
-
 def to_tool_message(
     call: ToolCall, result: CommandResult, max_chars: int, message_id: str
 ) -> ToolMessage:
-    """The model-facing answer: capped text, error status, and the (slim) result as artifact."""
-    call_id = call.get("id") or ""
-    artifact = result.to_dict()
-    artifact["stdout"] = clip(result.stdout, ARTIFACT_STREAM_CHARS)
-    artifact["stderr"] = clip(result.stderr, ARTIFACT_STREAM_CHARS)
-    return ToolMessage(
-        content=render_for_model(result, max_chars), tool_call_id=call_id, name=call["name"],
-        status=result.status, artifact=artifact, id=tool_message_id(message_id, call_id),
-    )
+    """The tools' answer to `call` (`tool_message`), with the id the graph gives it in the
+    reply `message_id` (a retry replaces it by that id)."""
+    return tool_message(call, result, max_chars, id=tool_message_id(message_id, call.get("id") or ""))
 
 
 def thread_of(config: RunnableConfig) -> str | None:

@@ -20,6 +20,7 @@ __all__ = [
     "NO_OUTPUT",
     "TRANSIENT_KINDS",
     "BashArgs",
+    "CallRunner",
     "CommandResult",
     "Outcome",
     "RunOptionFields",
@@ -27,21 +28,25 @@ __all__ = [
     "SpawnErrorKind",
     "arun_command",
     "bash",
+    "checkable_command",
     "is_secret_name",
     "make_bash_tool",
     "render_for_model",
     "run_command",
     "scrub_env",
+    "tool_message",
     "validate_bash_args",
 ]
 
 if TYPE_CHECKING:
-    from bashgraph.tools.bash_tool import (
+    from bashgraph.tools.bash_tool import bash, make_bash_tool
+    from bashgraph.tools.calls import (
         BASH_TOOL_NAME,
         BASH_TOOL_SCHEMA_TEXT,
         BashArgs,
-        bash,
-        make_bash_tool,
+        CallRunner,
+        checkable_command,
+        tool_message,
         validate_bash_args,
     )
     from bashgraph.tools.failures import KINDS
@@ -66,8 +71,9 @@ if TYPE_CHECKING:
 
 #: Where each public name lives.
 _HOMES = {
-    **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "bash", "make_bash_tool",
-                     "validate_bash_args"), "bash_tool"),
+    **dict.fromkeys(("BASH_TOOL_NAME", "BASH_TOOL_SCHEMA_TEXT", "BashArgs", "CallRunner", "checkable_command",
+                     "tool_message", "validate_bash_args"), "calls"),
+    **dict.fromkeys(("bash", "make_bash_tool"), "bash_tool"),
     **dict.fromkeys(("is_secret_name", "scrub_env"), "runner.options"),
     **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "RunOptionFields",
                      "RunOptions"), "runner.options"),

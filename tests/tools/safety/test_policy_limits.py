@@ -18,7 +18,7 @@ from bashgraph.graph.approval import ApprovalNode
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.routing import next_after_agent
-from bashgraph.tools.bash_tool import checkable_command, validate_bash_args
+from bashgraph.tools import checkable_command, validate_bash_args
 from bashgraph.tools.results import CommandResult, Outcome
 from bashgraph.tools.runner.options import MAX_ARG_STRLEN, MAX_COMMAND_BYTES
 from bashgraph.tools.runner.process import run_command
