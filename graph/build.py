@@ -39,8 +39,7 @@ from bashgraph.graph.routing import (
 )
 from bashgraph.graph.state import AgentInput, AgentState, PublicState
 from bashgraph.graph.tokens import text_tokens
-from bashgraph.tools.bash_tool import make_bash_tool
-from bashgraph.tools.job_tools import make_job_tools
+from bashgraph.tools import make_bash_tool, make_job_tools
 
 #: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
 #: input: LangGraph coerces message tuples), so they are typed loosely on purpose; the graph

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
-from bashgraph.tools.runner.live import OutputCallback
-from bashgraph.tools.runner.reaper import sweep
+from bashgraph.tools import CommandResult, SpawnErrorKind, spawn_failure
+from bashgraph.tools.runner import OutputCallback, sweep
 
 #: Set in each journaled command's environment to its journal row's marker; every process the
 #: command starts inherits it, so a later resume can find them after this process died.

@@ -56,14 +56,18 @@ from bashgraph.graph.jobs import Answer, RunJobs
 from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
-from bashgraph.tools import BASH_TOOL_NAME, BashArgs, CallRunner
-from bashgraph.tools.job_tools import JOB_TOOL_NAMES, validate_job_args
-from bashgraph.tools.jobs.table import JobRequest
-from bashgraph.tools.results import CommandResult, args_error
-from bashgraph.tools.runner.drive import in_thread, to_its_end
-from bashgraph.tools.runner.live import OutputCallback
-from bashgraph.tools.safety.redact import Redactor
-from bashgraph.tools.safety.sandbox import BwrapSandbox
+from bashgraph.tools import (
+    BASH_TOOL_NAME,
+    JOB_TOOL_NAMES,
+    BashArgs,
+    CallRunner,
+    CommandResult,
+    args_error,
+    validate_job_args,
+)
+from bashgraph.tools.jobs import JobRequest
+from bashgraph.tools.runner import OutputCallback, in_thread, to_its_end
+from bashgraph.tools.safety import BwrapSandbox, Redactor
 
 _T = TypeVar("_T")
 

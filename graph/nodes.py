@@ -35,9 +35,8 @@ from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
-from bashgraph.tools import BASH_TOOL_NAME, tool_message
-from bashgraph.tools.results import CommandResult, args_error, preview_fields
-from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools import BASH_TOOL_NAME, CommandResult, args_error, preview_fields, tool_message
+from bashgraph.tools.runner import in_thread
 
 
 def pending_calls(message: AIMessage) -> list[ToolCall]:

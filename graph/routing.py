@@ -31,8 +31,7 @@ from bashgraph.graph.state import (
     RunStatus,
     last_ai_message,
 )
-from bashgraph.tools.job_tools import JOB_TOOL_NAMES
-from bashgraph.tools.results import CommandResult, Outcome
+from bashgraph.tools import JOB_TOOL_NAMES, CommandResult, Outcome
 
 END: Final = "__end__"
 

@@ -16,8 +16,11 @@ __all__ = [
     "DEFAULT_GRACE",
     "DEFAULT_MAX_OUTPUT_CHARS",
     "DEFAULT_TIMEOUT",
+    "JOB_TOOL_NAMES",
+    "KILL_TOOL_NAME",
     "KINDS",
     "NO_OUTPUT",
+    "OUTPUT_TOOL_NAME",
     "TRANSIENT_KINDS",
     "BashArgs",
     "CallRunner",
@@ -26,16 +29,23 @@ __all__ = [
     "RunOptionFields",
     "RunOptions",
     "SpawnErrorKind",
+    "args_error",
     "arun_command",
     "bash",
     "checkable_command",
+    "clip",
     "is_secret_name",
     "make_bash_tool",
+    "make_job_tools",
+    "preview_fields",
     "render_for_model",
     "run_command",
     "scrub_env",
+    "spawn_failure",
     "tool_message",
+    "unknown_job",
     "validate_bash_args",
+    "validate_job_args",
 ]
 
 if TYPE_CHECKING:
@@ -50,13 +60,25 @@ if TYPE_CHECKING:
         validate_bash_args,
     )
     from bashgraph.tools.failures import KINDS
+    from bashgraph.tools.job_tools import (
+        JOB_TOOL_NAMES,
+        KILL_TOOL_NAME,
+        OUTPUT_TOOL_NAME,
+        make_job_tools,
+        unknown_job,
+        validate_job_args,
+    )
     from bashgraph.tools.results import (
         NO_OUTPUT,
         TRANSIENT_KINDS,
         CommandResult,
         Outcome,
         SpawnErrorKind,
+        args_error,
+        clip,
+        preview_fields,
         render_for_model,
+        spawn_failure,
     )
     from bashgraph.tools.runner.options import (
         DEFAULT_GRACE,
@@ -78,8 +100,10 @@ _HOMES = {
     **dict.fromkeys(("DEFAULT_GRACE", "DEFAULT_MAX_OUTPUT_CHARS", "DEFAULT_TIMEOUT", "RunOptionFields",
                      "RunOptions"), "runner.options"),
     **dict.fromkeys(("arun_command", "run_command"), "runner.process"),
-    **dict.fromkeys(("NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind",
-                     "render_for_model"), "results"),
+    **dict.fromkeys(("NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind", "args_error",
+                     "clip", "preview_fields", "render_for_model", "spawn_failure"), "results"),
+    **dict.fromkeys(("JOB_TOOL_NAMES", "KILL_TOOL_NAME", "OUTPUT_TOOL_NAME", "make_job_tools", "unknown_job",
+                     "validate_job_args"), "job_tools"),
     "KINDS": "failures",
 }
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from bashgraph.graph.prompts import DEFAULT_SYSTEM_PROMPT
-from bashgraph.tools.results import NO_OUTPUT, clip
+from bashgraph.tools import NO_OUTPUT, clip
 
 #: Longest command / answer the grammar lets the model write. Bounding the strings ends a
 #: rambling reply in a parseable shape well before the token cap cuts it mid-string.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from bashgraph.graph.call_journal import JournalEntry
 from bashgraph.graph.errors import StoreError
 from bashgraph.graph.store.store_claim import claim
-from bashgraph.tools.results import CommandResult
+from bashgraph.tools import CommandResult
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
