@@ -31,7 +31,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from bashgraph.graph import AgentConfig, build_graph
 from bashgraph.graph.testing import ScriptedChatModel, answer, calls_reply
 
-MAX_MODULES = 29
+MAX_MODULES = 20
 COMMAND = "echo hello"
 
 
