@@ -1,5 +1,5 @@
-"""A command journal as the executor sees it: its rows, its contract, each call's context, and
-what a resume reports for a command that started and never finished.
+"""A command journal as the executor sees it: its rows, its contract (the calls' and the jobs'),
+each call's context, and what a resume reports for a command that started and never finished.
 
 The journals themselves live in `store/` (SQL in the session's database, or a LangGraph store
 under the server); this is what they have in common with the code that runs the calls.
@@ -24,7 +24,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bashgraph.tools import CommandResult, SpawnErrorKind, spawn_failure
 from bashgraph.tools.runner import OutputCallback, sweep
@@ -55,6 +55,28 @@ class Journal(Protocol):
               marker: str | None = None) -> None: ...
 
     def finish(self, thread_id: str, call_id: str, attempt: int, result: CommandResult) -> None: ...
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """A job as the journal knows it."""
+
+    job_id: str
+    command: str
+    marker: str
+    owner: str
+    ended: str | None  # why it ended (None: never recorded as ended)
+
+
+@runtime_checkable
+class JobJournal(Protocol):
+    """The journal's job rows (graph/store/journal.py); a journal without them records no jobs."""
+
+    def job_started(self, thread_id: str, row: JobRow) -> None: ...
+
+    def job_ended(self, thread_id: str, job_id: str, why: str) -> None: ...
+
+    def job_rows(self, thread_id: str) -> list[JobRow]: ...
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,9 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
+from bashgraph.graph.call_journal import JobJournal, JobRow
 from bashgraph.tools import (
     KILL_TOOL_NAME,
     CommandResult,
@@ -57,28 +58,6 @@ FORK_SOURCE = "started by the thread this one was forked from:"
 #: Live tail of a job's output shown per read (the model's result has the capped whole).
 EVENT_TAIL_CHARS = 2048
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """A job as the journal knows it."""
-
-    job_id: str
-    command: str
-    marker: str
-    owner: str
-    ended: str | None  # why it ended (None: never recorded as ended)
-
-
-@runtime_checkable
-class JobJournal(Protocol):
-    """The journal's job rows (graph/store/journal.py); a journal without them records no jobs."""
-
-    def job_started(self, thread_id: str, row: JobRow) -> None: ...
-
-    def job_ended(self, thread_id: str, job_id: str, why: str) -> None: ...
-
-    def job_rows(self, thread_id: str) -> list[JobRow]: ...
 
 
 class RunJobs:

@@ -33,9 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from bashgraph.graph.call_journal import JournalEntry
+from bashgraph.graph.call_journal import JobRow, JournalEntry
 from bashgraph.graph.errors import StoreError
-from bashgraph.graph.jobs import JobRow
 from bashgraph.graph.store.checkpoints import (
     connect_postgres,
     connect_sqlite,
