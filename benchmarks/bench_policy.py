@@ -22,8 +22,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from bashgraph.tools.limits import MAX_COMMAND_BYTES
 from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy
+from bashgraph.tools.text import MAX_COMMAND_BYTES
 
 MAX_GROWTH = 25.0
 

@@ -18,8 +18,8 @@ import signal
 import time
 
 from bashgraph.tools.results import CommandResult, Outcome
-from bashgraph.tools.runner.descriptors import inheritable_descriptors
-from bashgraph.tools.runner.environment import build_env
+from bashgraph.tools.runner.options import build_env
+from bashgraph.tools.runner.spawn import inheritable_descriptors
 
 BASH = "/bin/bash" if os.path.exists("/bin/bash") else "/usr/bin/bash"
 _FLOOR_ENV = dict(os.environ)

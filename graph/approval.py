@@ -22,8 +22,8 @@ from bashgraph.graph.checks import Check, Checker, denial_of
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.nodes import end_event, pending_calls, to_tool_message
 from bashgraph.graph.state import AgentState, last_ai_message
-from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
-from bashgraph.tools.safety.policy import Policy, load_policy
+from bashgraph.tools import CommandResult, SpawnErrorKind, spawn_failure
+from bashgraph.tools.safety import Policy, load_policy
 
 APPROVAL_CHOICES = ("approve", "reject", "edit")
 #: What the model reads for a command a person already rejected in this run.

@@ -31,6 +31,7 @@ from bashgraph.graph.routing import (
     TOOLS_EDGES,
     AgentEdgeView,
     HopView,
+    inline_forms,
     labelled,
     next_after_agent,
     next_after_route,
@@ -38,8 +39,7 @@ from bashgraph.graph.routing import (
 )
 from bashgraph.graph.state import AgentInput, AgentState, PublicState
 from bashgraph.graph.tokens import text_tokens
-from bashgraph.tools.model_tools.bash_tool import make_bash_tool
-from bashgraph.tools.model_tools.job_tools import make_job_tools
+from bashgraph.tools import make_bash_tool, make_job_tools
 
 #: Input and output are plain dicts to callers (`{"messages": [("user", "task")]}` is valid
 #: input: LangGraph coerces message tuples), so they are typed loosely on purpose; the graph
@@ -146,11 +146,7 @@ def inline_router(choose: Callable[[Any], str]) -> Runnable[Any, Any]:
     (`next_hop`), in the next node, and in the drawing's labelled edges.
     """
 
-    async def achoose(state: Any) -> str:
-        return choose(state)
-
-    achoose.__annotations__ = choose.__annotations__  # LangGraph reads the input type from it
-    return dual_node(choose, achoose, choose.__name__)
+    return dual_node(*inline_forms(choose), choose.__name__)
 
 
 def make_graph(config: RunnableConfig | None = None) -> Agent:

@@ -16,9 +16,8 @@ from langchain_core.messages import ToolCall
 # Not typing.TypedDict, for the same reason as in graph/state.py (pydantic on Python < 3.12).
 from typing_extensions import TypedDict
 
-from bashgraph.tools.model_tools.bash_tool import checkable_command
-from bashgraph.tools.results import CommandResult, SpawnErrorKind, spawn_failure
-from bashgraph.tools.safety.policy import Policy
+from bashgraph.tools import CommandResult, SpawnErrorKind, checkable_command, spawn_failure
+from bashgraph.tools.safety import Policy
 
 
 class Check(TypedDict):

@@ -41,7 +41,7 @@ from bashgraph.graph.tokens import (
     request_tokens,
     text_tokens,
 )
-from bashgraph.tools.results import clip
+from bashgraph.tools import clip
 
 #: Below this estimate no window matters: the server is not asked until a request passes it.
 ASK_SERVER_ABOVE = 4_096

@@ -29,7 +29,7 @@ from bashgraph.graph.settings import (
     ExecutionSettings,
     SafetySettings,
 )
-from bashgraph.tools.runner.options import DEFAULT_TIMEOUT
+from bashgraph.tools import DEFAULT_TIMEOUT
 
 __all__ = ["ENV_PREFIX", "MIN_CONTEXT_WINDOW", "AgentConfig", "ApprovalMode", "BudgetSettings",
            "ChatSettings", "EnvironmentErrorPolicy", "ExecutionSettings", "SafetySettings", "flat_names"]

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from typing_extensions import TypedDict
 
 from bashgraph.graph.tokens import MESSAGE_OVERHEAD_TOKENS, message_tokens, text_tokens
-from bashgraph.tools.results import clip
+from bashgraph.tools import clip
 
 __all__ = ["ContextRecord", "model_messages"]
 

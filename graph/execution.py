@@ -1,7 +1,10 @@
-"""Running one tool call for the graph: validate, consult the journal, run, record.
+"""Running one tool call for the graph: consult the journal, run, record.
 
-`run` and `arun` are one body (`_run_steps`, driven two ways: tools/runner/twin.py); only the calls
-that may block differ: inline in `run`, in a thread (or awaited) in `arun`.
+The tools' call runner (`bashgraph.tools.CallRunner`) validates the call, runs it and redacts
+what it printed; around it, this journals the call (so a resume never runs it twice), hands
+background calls and the job tools to the run's jobs (graph/jobs.py), and answers a call the
+journal shows was cut off. `run` and `arun` are one body
+(`_run_steps`, driven two ways: tools/runner/twin.py); only the calls that may block differ.
 
 What the runs need from the file system is looked up once, by `Executor.setup`: the workdir and
 this process's directory, the shell's path, the spill directory, and — with `config.safety.sandbox` —
@@ -33,32 +36,38 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import ToolCall
 
-from bashgraph.graph import partial_output
 from bashgraph.graph.call_journal import (
     CALL_MARKER_VAR,
     CallContext,
     Journal,
+    Partial,
+    PartialOutput,
     interrupted_result,
+    load_partial,
+    record_path,
+    recording,
+    save_partial,
     sweep_cut_off,
     unrecorded_result,
 )
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.jobs import Answer, RunJobs
-from bashgraph.graph.partial_output import PartialOutput
 from bashgraph.graph.run_setup import Setup, look_up
 from bashgraph.graph.store.held_locks import check_held
 from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.graph.store.store_journal import StoreJournal, store_of
-from bashgraph.tools.jobs.table import JobRequest
-from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME, BashArgs, validate_bash_args
-from bashgraph.tools.model_tools.job_tools import JOB_TOOL_NAMES, validate_job_args
-from bashgraph.tools.results import CommandResult, args_error
-from bashgraph.tools.runner import twin
-from bashgraph.tools.runner.drive import in_thread, to_its_end
-from bashgraph.tools.runner.live import OutputCallback
-from bashgraph.tools.runner.process import arun_command, run_command
-from bashgraph.tools.safety.redact import Redactor
-from bashgraph.tools.safety.sandbox import BwrapSandbox
+from bashgraph.tools import (
+    BASH_TOOL_NAME,
+    JOB_TOOL_NAMES,
+    BashArgs,
+    CallRunner,
+    CommandResult,
+    args_error,
+    validate_job_args,
+)
+from bashgraph.tools.jobs import JobRequest
+from bashgraph.tools.runner import OutputCallback, in_thread, to_its_end, twin
+from bashgraph.tools.safety import BwrapSandbox, Redactor
 
 _T = TypeVar("_T")
 
@@ -67,11 +76,9 @@ _T = TypeVar("_T")
 class _Plan:
     call_id: str
     ctx: CallContext
-    command: str
-    timeout: float | None
+    args: BashArgs
     cwd: str | None
     marker: str
-    background: bool = False
 
 
 #: Receives the stream events a call produced besides its live output (`job_start`, ...).
@@ -92,7 +99,8 @@ class Executor:
         self.config = config
         self.journal = journal
         # Secrets are those of this process's environment: what a command could print.
-        self.redactor = Redactor.from_environ(os.environ) if config.safety.redact else None
+        redactor = Redactor.from_environ(os.environ) if config.safety.redact else None
+        self.calls = CallRunner(redactor=redactor, max_timeout=config.execution.max_timeout_s, background=True)
         self._setup: Setup | None = None
         self._setup_lock = threading.Lock()
         self._close_sandbox: weakref.finalize[Any, Any] | None = None
@@ -153,35 +161,34 @@ class Executor:
         if isinstance(plan, CommandResult):
             return plan
         options = setup.loop_options if on_loop else setup.options
-        if plan.background:
-            request = JobRequest(plan.command, plan.cwd or setup.workdir, options)
+        if plan.args.background:
+            request = JobRequest(plan.args.command, plan.cwd or setup.workdir, options)
             # The event names the call as the call's other events do (not by its journal key).
             answer = yield twin.blocking(self.jobs.start, request, ctx.thread_id, call.get("id") or "")
-            result = self._emitted(answer, on_event)
+            result = self.calls.redact(self._emitted(answer, on_event))
         else:
-            command = {"cwd": plan.cwd or setup.workdir, "options": options,
-                       "timeout": plan.timeout or setup.options.timeout, "env": {CALL_MARKER_VAR: plan.marker}}
+            command = {"options": options, "cwd": plan.cwd or setup.workdir, "env": {CALL_MARKER_VAR: plan.marker}}
             result = yield twin.call(self._run_command, self._arun_command, plan, setup, on_output, command)
         finished: CommandResult = yield self._journal_step(ctx, self._finish, plan, result)
         return finished
 
     def _run_command(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
                      command: dict[str, Any]) -> CommandResult:
-        return run_command(plan.command, on_output=self._live(on_output), **command)
+        return self.calls.run(plan.args, on_output=on_output, **command)
 
     async def _arun_command(self, plan: _Plan, setup: Setup, on_output: OutputCallback | None,
                             command: dict[str, Any]) -> CommandResult:
-        """`arun_command`; cancelled, what the command printed so far is saved for a resume to
-        report (with a journal and a spill directory)."""
+        """The call runner's `arun`; cancelled, what the command printed so far is saved for a
+        resume to report (with a journal and a spill directory)."""
         seen = PartialOutput() if plan.ctx.journal is not None else None
         try:
-            return await arun_command(plan.command, on_output=self._live(partial_output.recording(seen, on_output)),
-                                      **command)
+            # Redacted before `seen` keeps it, as before anyone else does.
+            return await self.calls.arun(plan.args, on_output=recording(seen, on_output), **command)
         except asyncio.CancelledError:
             if seen is not None and setup.options.spill_dir:
-                path = partial_output.record_path(setup.options.spill_dir, plan.marker)
+                path = record_path(setup.options.spill_dir, plan.marker)
                 await to_its_end(in_thread(asyncio.get_running_loop(),
-                                           functools.partial(partial_output.save, path, seen.stopped_now())))
+                                           functools.partial(save_partial, path, seen.stopped_now())))
             raise
 
     def _journal_step(self, ctx: CallContext, step: Callable[..., _T], *args: Any) -> twin.Step[_T]:
@@ -202,11 +209,11 @@ class Executor:
         return await in_thread(asyncio.get_running_loop(), step)
 
     @staticmethod
-    def _partial_of(setup: Setup, entry: JournalEntry) -> partial_output.Partial | None:
+    def _partial_of(setup: Setup, entry: JournalEntry) -> Partial | None:
         """What a cancelled run of `entry` recorded on this host (blocking), if anything."""
         if entry.marker is None or not setup.options.spill_dir:
             return None
-        return partial_output.load(partial_output.record_path(setup.options.spill_dir, entry.marker))
+        return load_partial(record_path(setup.options.spill_dir, entry.marker))
 
     def _job_tool(self, call: ToolCall, ctx: CallContext) -> Answer:
         """`bash_output` / `bash_kill` (blocking), redacted like every result."""
@@ -214,8 +221,7 @@ class Executor:
         if isinstance(job_id, CommandResult):
             return Answer(job_id)
         answer = self.jobs.answer(call["name"], job_id, ctx.thread_id, self.config.execution.options.max_output_chars)
-        if self.redactor is not None:
-            answer.result = self.redactor.redact_result(answer.result)
+        answer.result = self.calls.redact(answer.result)
         return answer
 
     def _emitted(self, answer: Answer, on_event: EventCallback | None) -> CommandResult:
@@ -223,8 +229,8 @@ class Executor:
         if on_event is None:
             return answer.result
         for event in answer.events:
-            if "text" in event and self.redactor is not None:
-                event = {**event, "text": self.redactor.redact(event["text"])}  # noqa: PLW2901
+            if "text" in event:
+                event = {**event, "text": self.calls.redact_text(event["text"])}  # noqa: PLW2901
             on_event(event)
         return answer.result
 
@@ -268,7 +274,7 @@ class Executor:
         if ctx.journal is not None and ctx.thread_id is not None:
             check_held(ctx.thread_id)  # a lock lost meanwhile: another worker may run the thread
             ctx.journal.start(ctx.thread_id, call_id, ctx.attempt, args.command, marker)
-        return _Plan(call_id, ctx, args.command, args.timeout, cwd, marker, args.background)
+        return _Plan(call_id, ctx, args, cwd, marker)
 
     def _recorded(self, call: ToolCall,
                   ctx: CallContext) -> CommandResult | _CutOff | tuple[str, BashArgs]:
@@ -277,12 +283,9 @@ class Executor:
         if call["name"] != BASH_TOOL_NAME:
             tools = ", ".join((BASH_TOOL_NAME, *JOB_TOOL_NAMES))
             return args_error(f"unknown tool {call['name']!r}; the tools are {tools}")
-        args = validate_bash_args(call["args"], max_timeout=self.config.execution.max_timeout_s, background=True)
+        args = self.calls.check(call["args"])
         if isinstance(args, CommandResult):
             return args
-        if args.background and args.timeout is not None:
-            return args_error("'timeout' does not apply to a background job: it runs until it "
-                              "exits, bash_kill stops it, or the run ends", args.command)
         call_id = ctx.key(call.get("id") or "")
         entry = self._entry(call_id, ctx)
         if entry is not None and entry.command != args.command:
@@ -312,16 +315,8 @@ class Executor:
         store = store_of()
         return dataclasses.replace(ctx, journal=StoreJournal(store)) if store is not None else ctx
 
-    def _live(self, on_output: OutputCallback | None) -> OutputCallback | None:
-        """`on_output` behind the redactor, when there is one."""
-        if on_output is not None and self.redactor is not None:
-            return functools.partial(_redacted, self.redactor, on_output)
-        return on_output
-
     def _finish(self, plan: _Plan, result: CommandResult) -> CommandResult:
-        # Redacted before the journal, the checkpoint or the model ever holds the text.
-        if self.redactor is not None:
-            result = self.redactor.redact_result(result)
+        """Journal the (redacted) result of a call that started."""
         if plan.ctx.journal is not None and plan.ctx.thread_id is not None:
             plan.ctx.journal.finish(plan.ctx.thread_id, plan.call_id, plan.ctx.attempt, result)
         return result
@@ -339,10 +334,6 @@ def collect_executors() -> Iterator[list[Executor]]:
         yield built
     finally:
         _collecting.reset(token)
-
-
-def _redacted(redactor: Redactor, callback: OutputCallback, stream: str, text: str) -> None:
-    callback(stream, redactor.redact(text))
 
 
 def _event_loop_running() -> bool:

@@ -37,10 +37,17 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bashgraph.graph.store.journal_rows import FORK_SOURCE, JobJournal, JobRow
-from bashgraph.tools.jobs.sweep import sweep_marker
-from bashgraph.tools.jobs.table import Job, JobRequest, JobTable, started_result
-from bashgraph.tools.model_tools.job_tools import KILL_TOOL_NAME, unknown_job
-from bashgraph.tools.results import CommandResult, Outcome, SpawnErrorKind, args_error, clip, spawn_failure
+from bashgraph.tools import (
+    KILL_TOOL_NAME,
+    CommandResult,
+    Outcome,
+    SpawnErrorKind,
+    args_error,
+    clip,
+    spawn_failure,
+    unknown_job,
+)
+from bashgraph.tools.jobs import Job, JobRequest, JobTable, started_result, sweep_marker
 
 #: Why a job was stopped, as its journal row and the model read it.
 RUN_ENDED = "the run ended"

@@ -34,13 +34,10 @@ from bashgraph.graph.models.cutoff import (
 )
 from bashgraph.graph.models.reasoning import without_think
 from bashgraph.graph.models.replies import UNENCODABLE_ARGS, encodable_reply, with_distinct_call_ids
-from bashgraph.graph.output_preview import preview_fields
 from bashgraph.graph.routing import after_clean_batch, batch_is_clean, decide_after_tools, routing_view
 from bashgraph.graph.state import FINAL_STATUSES, AgentState, last_ai_message, latest_results, tool_message_id
-from bashgraph.tools.model_tools.bash_tool import BASH_TOOL_NAME
-from bashgraph.tools.results import CommandResult, args_error, clip, render_for_model
-from bashgraph.tools.runner import twin
-from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools import BASH_TOOL_NAME, CommandResult, args_error, preview_fields, tool_message
+from bashgraph.tools.runner import in_thread, twin
 
 
 def pending_calls(message: AIMessage) -> list[ToolCall]:
@@ -59,24 +56,12 @@ def pending_calls(message: AIMessage) -> list[ToolCall]:
     return calls
 
 
-#: Stream text kept in a ToolMessage's artifact. The rendered content already carries the
-#: capped output; the artifact is for routing and evidence, and it is stored in every
-#: checkpoint, so it stays small (the full output is in the journal and spill files).
-ARTIFACT_STREAM_CHARS = 2_000
-
-
 def to_tool_message(
     call: ToolCall, result: CommandResult, max_chars: int, message_id: str
 ) -> ToolMessage:
-    """The model-facing answer: capped text, error status, and the (slim) result as artifact."""
-    call_id = call.get("id") or ""
-    artifact = result.to_dict()
-    artifact["stdout"] = clip(result.stdout, ARTIFACT_STREAM_CHARS)
-    artifact["stderr"] = clip(result.stderr, ARTIFACT_STREAM_CHARS)
-    return ToolMessage(
-        content=render_for_model(result, max_chars), tool_call_id=call_id, name=call["name"],
-        status=result.status, artifact=artifact, id=tool_message_id(message_id, call_id),
-    )
+    """The tools' answer to `call` (`tool_message`), with the id the graph gives it in the
+    reply `message_id` (a retry replaces it by that id)."""
+    return tool_message(call, result, max_chars, id=tool_message_id(message_id, call.get("id") or ""))
 
 
 def thread_of(config: RunnableConfig) -> str | None:
@@ -199,8 +184,10 @@ class LoopNodes:
         calls, ctx = self._batch(state, config)
         cwd = state.get("cwd")
         emit = get_stream_writer()
-        check = functools.partial(self._denied_by_changed_rules, state, calls)
-        denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
+        denied: dict[str, CommandResult] = {}
+        if self._rules_changed(state):  # rarely: the checks' cost matters only then
+            check = functools.partial(self._denied_by_changed_rules, state, calls)
+            denied = check() if checks_are_cheap(calls) else await in_thread(asyncio.get_running_loop(), check)
         results = await asyncio.gather(*(self._arun_one(call, cwd, ctx, emit, denied) for call in calls))
         return self._batch_update(state, calls, list(results), ctx, cwd)
 
@@ -209,12 +196,18 @@ class LoopNodes:
         another policy lands here once the step's routing was saved): refused, whatever the
         old rules or a person allowed. Deny beats every allow; what the new rules would only
         ask about is not asked again past `approve`."""
-        checks = state.get("policy_checks")
-        if self.checker is None or (checks is not None and checks["policy"] == self.checker.fingerprint):
+        if not self._rules_changed(state):
             return {}
+        assert self.checker is not None
+        checks = state.get("policy_checks")
         cwd = state.get("cwd")
         denials = {call.get("id") or "": denial_of(call, self.checker.check_of(call, cwd, checks)) for call in calls}
         return {call_id: denial for call_id, denial in denials.items() if denial is not None}
+
+    def _rules_changed(self, state: AgentState) -> bool:
+        """The rules differ from those `agent` checked this batch's calls with."""
+        checks = state.get("policy_checks")
+        return self.checker is not None and (checks is None or checks["policy"] != self.checker.fingerprint)
 
     def _batch(self, state: AgentState, config: RunnableConfig) -> tuple[list[ToolCall], CallContext]:
         messages = state.get("messages", [])

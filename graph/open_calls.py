@@ -46,8 +46,8 @@ from bashgraph.graph.execution import Executor
 from bashgraph.graph.models.replies import with_distinct_call_ids
 from bashgraph.graph.nodes import end_event, invalid_call_result, next_cwd, pending_calls, thread_of, to_tool_message
 from bashgraph.graph.state import AgentState, latest_results
-from bashgraph.tools.results import CommandResult
-from bashgraph.tools.runner.drive import in_thread
+from bashgraph.tools import CommandResult
+from bashgraph.tools.runner import in_thread
 
 Node = Callable[[AgentState, RunnableConfig], dict[str, Any]]
 AsyncNode = Callable[[AgentState, RunnableConfig], Awaitable[dict[str, Any]]]

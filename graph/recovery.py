@@ -33,7 +33,7 @@ from bashgraph.graph.nodes import (
 )
 from bashgraph.graph.routing import ESCALATION_CHOICES, decide_escalation, decide_on_answer
 from bashgraph.graph.state import AgentState, last_ai_message, latest_results
-from bashgraph.tools.results import CommandResult
+from bashgraph.tools import CommandResult
 from bashgraph.tools.runner import twin
 
 

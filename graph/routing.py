@@ -9,7 +9,7 @@ refusal) is read from `CommandResult`, which reads the taxonomy in `bashgraph.to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -31,8 +31,7 @@ from bashgraph.graph.state import (
     RunStatus,
     last_ai_message,
 )
-from bashgraph.tools.model_tools.job_tools import JOB_TOOL_NAMES
-from bashgraph.tools.results import CommandResult, Outcome
+from bashgraph.tools import JOB_TOOL_NAMES, CommandResult, Outcome
 
 END: Final = "__end__"
 
@@ -334,3 +333,14 @@ def labelled(edge: Callable[[Any], str], labels: Mapping[str, str], view: type[A
     choose.__name__ = edge.__name__
     choose.__annotations__ = {"state": view, "return": str}
     return choose
+
+
+def inline_forms(choose: Callable[[Any], str]) -> tuple[Callable[[Any], str], Callable[[Any], Awaitable[str]]]:
+    """`choose` and an async form of it that decides right where it is awaited, on the event
+    loop (graph/build.py's `inline_router` makes the edge of both)."""
+
+    async def achoose(state: Any) -> str:
+        return choose(state)
+
+    achoose.__annotations__ = choose.__annotations__  # LangGraph reads the input type from it
+    return choose, achoose

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.errors import ConfigError
-from bashgraph.tools.runner.capture import default_spill_dir
-from bashgraph.tools.runner.options import RunOptions
-from bashgraph.tools.safety.sandbox import BwrapSandbox, sandbox_available
+from bashgraph.tools import RunOptions
+from bashgraph.tools.runner import default_spill_dir
+from bashgraph.tools.safety import BwrapSandbox, sandbox_available
 
 
 @dataclass(frozen=True)

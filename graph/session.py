@@ -61,7 +61,7 @@ from bashgraph.graph.store.threads import (
     list_threads,
     thread_config,
 )
-from bashgraph.tools.runner.drive import in_thread, to_its_end
+from bashgraph.tools.runner import in_thread, to_its_end
 
 #: The threads held by the `lock` blocks the running code is inside, as (session holder, thread).
 #: A context variable, not a field: a hold must not reach other tasks or threads of the session.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
-from bashgraph.tools.runner.options import DEFAULT_TIMEOUT, RunOptions
+from bashgraph.tools import DEFAULT_TIMEOUT, RunOptions
 
 EnvironmentErrorPolicy = Literal["ask", "stop", "model"]
 ApprovalMode = Literal["never", "rules", "always"]

@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 
 from bashgraph.graph.checks import PolicyChecks
 from bashgraph.graph.context import ContextRecord
-from bashgraph.tools.results import CommandResult
+from bashgraph.tools import CommandResult
 
 RunStatus = Literal["running", "done", "failed", "aborted", "environment_fault"]
 #: Statuses after which no node runs again on this thread (until a fork).

@@ -2,6 +2,24 @@
 
 Everything here is pure: no processes, no I/O. The execution layer builds `CommandResult`s, the
 graph routes on their fields, and `render_for_model` is the only place their text is made.
+
+Two more ways its text is shown, at the end of this module:
+
+* Binary output is described, not shown (`describe_binary`). A model reads escaped bytes as a
+  flood of symbols (3 KB of `/bin/ls` cost 8,290 tokens, a capped binary stream 18,379): it
+  learns nothing from them. A stream whose first 8 KiB are more than a tenth bytes that are
+  neither UTF-8 text nor ordinary whitespace (NULs, other control bytes, invalid UTF-8) is
+  described in one line instead (`looks_binary`): its size, its kind (from the magic numbers
+  below), its first 32 bytes in hex, and where the whole of it is; text it printed at its very
+  end (a log line after a dump) is still shown (`text_end`).
+* A few lines of the output for the person watching (`preview_fields`): its head and tail,
+  collapsed. The model reads the whole (capped) output; a person reads this preview under the
+  command's line (`command_end` events carry it, see docs/cli.md) and the spill file for the
+  rest. The text is the result's: already capped by `max_output_chars`, decoded and made
+  visible by the runner. The preview adds its own bounds: at most `HEAD_LINES + TAIL_LINES`
+  lines of at most `LINE_CHARS` characters each, found by looking at the text's two ends only,
+  so a stream of one endless line or of binary bytes costs one count of its line feeds and
+  nothing more.
 """
 
 from __future__ import annotations
@@ -19,7 +37,7 @@ from bashgraph.tools.text import one_line
 # and stored checkpoints have always found them.
 __all__ = [
     "NO_OUTPUT", "TRANSIENT_KINDS", "CommandResult", "Outcome", "SpawnErrorKind", "args_error", "clip",
-    "exit_hint", "render_for_model", "signal_name", "spawn_failure",
+    "describe_binary", "exit_hint", "preview_fields", "render_for_model", "signal_name", "spawn_failure",
 ]
 
 
@@ -230,3 +248,119 @@ def _share(stdout: str, stderr: str, budget: int) -> tuple[str, str]:
 
 def _strip_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
+
+
+# -- binary output, described instead of shown ------------------------------------------
+
+#: How much of a stream's head decides whether it is binary.
+SAMPLE_BYTES = 8_192
+HEX_BYTES = 32
+MIN_ODD = 4
+_MAGIC: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x7fELF", 0, "ELF executable or library"), (b"\x89PNG\r\n\x1a\n", 0, "PNG image"),
+    (b"\xff\xd8\xff", 0, "JPEG image"), (b"GIF8", 0, "GIF image"), (b"%PDF", 0, "PDF document"),
+    (b"PK\x03\x04", 0, "zip archive"), (b"\x1f\x8b", 0, "gzip data"), (b"BZh", 0, "bzip2 data"),
+    (b"\xfd7zXZ\x00", 0, "xz data"), (b"\x28\xb5\x2f\xfd", 0, "zstd data"),
+    (b"SQLite format 3\x00", 0, "SQLite database"), (b"\x00asm", 0, "WebAssembly module"),
+    (b"ustar", 257, "tar archive"), (b"MZ", 0, "DOS/Windows executable"), (b"RIFF", 0, "RIFF media"),
+    (b"OggS", 0, "Ogg media"), (b"\xca\xfe\xba\xbe", 0, "Java class or Mach-O universal binary"),
+    (b"\xcf\xfa\xed\xfe", 0, "Mach-O executable"),
+)
+_TEXT_CONTROLS = frozenset(b"\n\r\t\f\b\x1b")
+
+
+def describe_binary(head: bytes | bytearray | memoryview, total: int, where: str) -> str | None:
+    """One line describing a binary stream whose first bytes are `head` (None: it is text)."""
+    sample = bytes(head[:SAMPLE_BYTES])
+    if not sample or not looks_binary(sample):
+        return None
+    return (f"[binary output: {total:,} bytes, {kind_of(sample)}; first bytes: "
+            f"{sample[:HEX_BYTES].hex(' ')}; {where}]")
+
+
+def looks_binary(sample: bytes) -> bool:
+    """More than a tenth of the sample (and at least `MIN_ODD` characters) is neither UTF-8 text
+    nor ordinary whitespace: a stray NUL or bad byte in text leaves it text."""
+    text = sample.decode("utf-8", "replace")
+    if sample and len(sample) == SAMPLE_BYTES:  # a character cut at the sample's end is not a fault
+        text = text.removesuffix("\ufffd")
+    odd = text.count("\ufffd") + sum(1 for char in text if ord(char) < 32 and ord(char) not in _TEXT_CONTROLS)
+    return odd >= MIN_ODD and odd * 10 > len(text)
+
+
+def kind_of(sample: bytes) -> str:
+    for magic, offset, kind in _MAGIC:
+        if sample[offset:offset + len(magic)] == magic:
+            return kind
+    return "unknown binary data"
+
+
+def text_end(tail: bytes) -> bytes:
+    """The longest run of text bytes (printable, whitespace, UTF-8) at the end of `tail`: what a
+    binary stream printed last as text, or nothing."""
+    start = len(tail)
+    while start > 0 and (tail[start - 1] >= 32 or tail[start - 1] in _TEXT_CONTROLS):
+        start -= 1
+    run = tail[start:]
+    return b"" if looks_binary(run) else run
+
+
+# -- a preview for people --------------------------------------------------------------
+
+HEAD_LINES = 3
+TAIL_LINES = 3
+#: What a preview keeps of one line (a long line is cut with `…`).
+LINE_CHARS = 200
+ELLIPSIS = "…"
+
+
+def stream_preview(text: str, *, whole: bool = True) -> list[str]:
+    """The first and last lines of `text`, with `… N more lines …` between when some are left
+    out (`… more lines …` when `text` is not `whole`: its middle was cut, so the count is not known)."""
+    if text.endswith("\n"):
+        text = text[:-1]
+    if not text.strip():
+        return []
+    total = text.count("\n") + 1
+    if total <= HEAD_LINES + TAIL_LINES:
+        region = (HEAD_LINES + TAIL_LINES) * (LINE_CHARS + 1)
+        if len(text) <= region:
+            return [_cut(line) for line in text.split("\n")]
+    region = HEAD_LINES * (LINE_CHARS + 1)
+    head = _ends(text[:region].split("\n"), HEAD_LINES, cut_last=True)
+    tail = _ends(text[-region:].split("\n"), TAIL_LINES, cut_last=False)
+    left_out = total - len(head) - len(tail)
+    if not whole:
+        marker = f"{ELLIPSIS} more lines {ELLIPSIS}"
+    elif left_out > 0:
+        marker = f"{ELLIPSIS} {left_out:,} more line{'s' * (left_out != 1)} {ELLIPSIS}"
+    else:
+        marker = ELLIPSIS  # few lines, but long ones: their middle is left out
+    return [*head, marker, *tail]
+
+
+def _ends(pieces: list[str], count: int, *, cut_last: bool) -> list[str]:
+    """`count` lines from one end of a region of the text, each cut to `LINE_CHARS`. Fewer
+    pieces than `count` mean a long line crosses the region's edge: it is shown cut there."""
+    partial = len(pieces) <= count
+    lines = pieces[:count] if cut_last else pieces[-count:]
+    lines = [_cut(line) for line in lines]
+    if partial and cut_last and not lines[-1].endswith(ELLIPSIS):
+        lines[-1] += ELLIPSIS
+    elif partial and not cut_last:
+        lines[0] = ELLIPSIS + pieces[-len(lines)][-(LINE_CHARS - 1):]
+    return lines
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + ELLIPSIS
+
+
+def preview_fields(result: CommandResult) -> dict[str, Any]:
+    """The preview fields of a `command_end` event: each stream's preview, and the spill file
+    that holds all of the output when it went over the cap."""
+    return {
+        "stdout_preview": stream_preview(result.stdout, whole=not (result.truncated or result.stdout_file)),
+        "stderr_preview": stream_preview(result.stderr, whole=not (result.truncated or result.stderr_file)),
+        "output_file": result.stdout_file or result.stderr_file,
+    }

@@ -101,3 +101,23 @@ def visible(text: str, *, one_line: bool = False) -> str:
 def one_line(text: str) -> str:
     """`visible(text, one_line=True)`."""
     return visible(text, one_line=True)
+
+
+#: Linux's `MAX_ARG_STRLEN` (include/uapi/linux/binfmts.h): 32 pages of 4 KiB.
+MAX_ARG_STRLEN = 32 * 4096
+#: What is left for the command once the preamble (well under 1 KiB) and the NUL are counted.
+MAX_COMMAND_BYTES = MAX_ARG_STRLEN - 1024
+
+
+def command_size_problem(command: str, limit: int = MAX_COMMAND_BYTES) -> str | None:
+    """Why `command` is too long to run (one line), or None. Counts UTF-8 bytes, as Linux does."""
+    if len(command) <= limit // 4:
+        return None  # at most 4 bytes a character: no need to encode
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return (f"'command' is {size} bytes in UTF-8, the limit is {limit} "
+            f"(Linux refuses a longer argument to bash -c)")
+
+
+#: What a command gets with `inherit_env=False` (when the parent has them), before `pass_env`.

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from bashgraph.graph.models.local_shapes import SMALL_WORDS, command_rule, instruction_words
 from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
-from bashgraph.tools.results import NO_OUTPUT, clip
+from bashgraph.tools import NO_OUTPUT, clip
 
 #: Longest answer the grammar lets the model write. Bounding it ends a rambling reply in a
 #: parseable shape well before the token cap cuts it mid-string (a command is bounded by its

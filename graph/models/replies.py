@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 
-from bashgraph.tools.results import clip
+from bashgraph.tools import clip
 
 UNENCODABLE_ARGS = ("the tool call's arguments contain text that is not valid Unicode (a lone "
                     "surrogate, shown escaped: {args})")

@@ -22,7 +22,7 @@ from typing import Any
 
 from bashgraph.graph.store.checkpoints import BUSY_TIMEOUT_S, locate, sqlite_errors
 from bashgraph.graph.store.saver_guard import read_errors
-from bashgraph.tools.results import CommandResult, Outcome, clip
+from bashgraph.tools import CommandResult, Outcome, clip
 
 TASK_CHARS = 200
 INTERRUPT_CHANNEL = "__interrupt__"

@@ -44,7 +44,7 @@ from bashgraph.graph.store.checkpoints import (
 from bashgraph.graph.store.group_commit import GroupCommit, discard_unfinished
 from bashgraph.graph.store.journal_rows import JobRow, JournalEntry
 from bashgraph.graph.store.setup_lock import setting_up
-from bashgraph.tools.results import CommandResult
+from bashgraph.tools import CommandResult
 
 if TYPE_CHECKING:
     import psycopg

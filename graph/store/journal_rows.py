@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from bashgraph.tools.results import CommandResult
+from bashgraph.tools import CommandResult
 
 #: How a fork's journal records the jobs of the thread it was forked from (`note_source_jobs`).
 FORK_SOURCE = "started by the thread this one was forked from:"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from bashgraph.graph.errors import StoreError, ThreadBusyError
 from bashgraph.graph.store.checkpoints import Location, connect_postgres, first_line, locate, postgres_errors
 from bashgraph.graph.store.held_locks import holding
-from bashgraph.tools.runner.drive import in_thread, to_its_end
+from bashgraph.tools.runner import in_thread, to_its_end
 
 if TYPE_CHECKING:
     import psycopg

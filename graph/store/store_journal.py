@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from bashgraph.graph.errors import StoreError
 from bashgraph.graph.store.journal_rows import JournalEntry
 from bashgraph.graph.store.store_claim import claim
-from bashgraph.tools.results import CommandResult
+from bashgraph.tools import CommandResult
 
 if TYPE_CHECKING:
     from langgraph.store.base import BaseStore

@@ -29,7 +29,7 @@ from bashgraph.graph.store.checkpoint_rows import (
     outcome_text,
 )
 from bashgraph.graph.store.journal_rows import note_source_jobs
-from bashgraph.tools.results import CommandResult, clip
+from bashgraph.tools import CommandResult, clip
 
 __all__ = [
     "CheckpointRow", "ThreadInfo", "ahistory", "fork", "history", "list_threads", "outcome_text", "thread_config",

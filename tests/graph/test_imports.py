@@ -3,6 +3,10 @@
 * the CLI (graph/cli/) uses only the public API: names in the `__all__` of a package
   (`bashgraph.graph`, `bashgraph.graph.store`, `bashgraph.graph.models`, `bashgraph.tools`,
   `bashgraph.tools.safety`, ...), and its own modules;
+* the whole graph layer (graph/) imports the tools layer only through public names: the
+  `__all__` of `bashgraph.tools` and of its packages (`safety`, `runner`, `jobs`), never one of
+  their modules (docs/graph.md); the one exception is `lazy_exports`, how the packages of both
+  layers export their names (packaging, not API);
 * no production module imports the test double `bashgraph.graph.testing` (only itself).
 """
 
@@ -21,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {"graph": "bashgraph.graph", "tools": "bashgraph.tools"}
 CLI = "bashgraph.graph.cli"
 TESTING = "bashgraph.graph.testing"
+TOOLS = "bashgraph.tools"
+#: How the packages of both layers export their names on first use: packaging, not API.
+PACKAGING = "bashgraph.tools.lazy_exports"
 
 
 def module_of(path: Path) -> str:
@@ -58,13 +65,22 @@ def is_public(module: str, name: str | None) -> bool:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.submodule_search_locations is None:
         return False  # not a package: a module's names are its own business
-    return name in getattr(importlib.import_module(module), "__all__", ())
+    package = importlib.import_module(module)
+    return name in getattr(package, "__all__", ()) or name in getattr(package, "PUBLIC_MODULES", ())
 
 
 def private_imports(paths: list[Path]) -> list[str]:
     return [f"{path.relative_to(ROOT)}:{line} {module}{'' if name is None else ' import ' + name}"
             for path in paths for line, module, name in imports(path)
             if module.split(".")[0] == "bashgraph" and not is_public(module, name)]
+
+
+def private_tools_imports(paths: list[Path]) -> list[str]:
+    """Imports from the tools layer that are not a public name of one of its packages."""
+    return [f"{path.relative_to(ROOT)}:{line} {module}{'' if name is None else ' import ' + name}"
+            for path in paths for line, module, name in imports(path)
+            if (module == TOOLS or module.startswith(TOOLS + ".")) and module != PACKAGING
+            and not is_public(module, name)]
 
 
 def imports_testing(paths: list[Path]) -> list[str]:
@@ -76,6 +92,12 @@ def test_the_cli_imports_only_the_public_api() -> None:
     cli = sorted((ROOT / "graph" / "cli").glob("*.py"))
     assert len(cli) > 5
     assert private_imports(cli) == []
+
+
+def test_the_graph_imports_the_tools_only_through_public_names() -> None:
+    graph = sorted((ROOT / "graph").rglob("*.py"))
+    assert len(graph) > 40
+    assert private_tools_imports(graph) == []
 
 
 def test_no_production_module_imports_the_test_double() -> None:
@@ -116,3 +138,23 @@ def test_the_rules_catch_what_they_forbid(sample: Path) -> None:
         "graph/cli/sample.py:10 bashgraph.graph import testing",
     ]
     assert imports_testing([sample]) == ["graph/cli/sample.py:9", "graph/cli/sample.py:10"]
+
+
+def test_the_tools_rule_allows_only_the_packages_public_names(sample: Path) -> None:
+    sample.write_text(
+        "from bashgraph.tools import CommandResult, CallRunner\n"
+        "from bashgraph.tools.runner import in_thread\n"
+        "from bashgraph.tools.jobs import JobTable\n"
+        "from bashgraph.tools.lazy_exports import lazy_exports\n"
+        "from bashgraph.tools.results import clip\n"
+        "from bashgraph.tools.runner.process import run_command\n"
+        "from bashgraph.tools.runner import supervisor\n"
+        "import bashgraph.tools.safety.redact\n"
+        "from bashgraph.graph.store.locks import thread_lock\n"
+    )
+    assert private_tools_imports([sample]) == [
+        "graph/cli/sample.py:5 bashgraph.tools.results import clip",
+        "graph/cli/sample.py:6 bashgraph.tools.runner.process import run_command",
+        "graph/cli/sample.py:7 bashgraph.tools.runner import supervisor",
+        "graph/cli/sample.py:8 bashgraph.tools.safety.redact",
+    ]

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bashgraph.graph.partial_output import PartialOutput, load, record_path, save
+from bashgraph.graph.call_journal import PartialOutput, record_path
+from bashgraph.graph.call_journal import load_partial as load
+from bashgraph.graph.call_journal import save_partial as save
 
 
 @pytest.mark.parametrize("char", ["\ufffd", "😀", "x"])

@@ -47,7 +47,7 @@ def test_every_name_of_the_graph_package_resolves() -> None:
 
 #: Every package that exports names (the public API the CLI may use).
 PACKAGES = ("bashgraph.graph", "bashgraph.graph.store", "bashgraph.graph.models", "bashgraph.tools",
-            "bashgraph.tools.safety")
+            "bashgraph.tools.safety", "bashgraph.tools.runner", "bashgraph.tools.jobs")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

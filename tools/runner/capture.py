@@ -29,8 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+from bashgraph.tools.results import describe_binary, text_end
 from bashgraph.tools.runner import spill_prune
-from bashgraph.tools.runner.binary import describe_binary, text_end
 from bashgraph.tools.runner.pacing import ReadPacer
 from bashgraph.tools.text import visible
 
@@ -252,7 +252,7 @@ class StreamCapture:
 
     def finish(self) -> Captured:
         """The capped, safe text of the stream; closes the spill file. Binary output is described
-        (size, kind, first bytes; `binary.py`), not shown as escaped bytes."""
+        (size, kind, first bytes; `results.describe_binary`), not shown as escaped bytes."""
         if self._mode == _PENDING:
             self._start_spill(-1)
         if self._mode == _MEMORY:

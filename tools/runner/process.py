@@ -20,7 +20,7 @@ How a command runs:
   sandbox forbids (writing outside the workdir, the network) makes the command fail on its own:
   an ordinary `exit_error` with the evidence in stderr. A command killed by a signal inside the
   sandbox exits 128+n there, so it is an `exit_error` too (the hint names the signal).
-* The environment is inherited minus secrets (`environment.scrub_env`), plus the caller's
+* The environment is inherited minus secrets (`options.scrub_env`), plus the caller's
   `env`, plus `BASHGRAPH_RUN_ID`, the marker `reaper` uses to find escaped processes.
 * Output: stdout and stderr are captured apart, in bounded memory (`capture`); `on_output`
   receives the recent text while the command runs (`live`).
@@ -50,10 +50,9 @@ from pathlib import Path
 from typing import Protocol, TypeVar, Unpack
 
 from bashgraph.tools.results import CommandResult, args_error
-from bashgraph.tools.runner import drive, launch, spawn, twin
+from bashgraph.tools.runner import launch, spawn, twin
 from bashgraph.tools.runner.classify import SpawnTarget, spawn_error_result
-from bashgraph.tools.runner.environment import build_env
-from bashgraph.tools.runner.live import OutputCallback, guarded
+from bashgraph.tools.runner.live import OutputCallback, OutputRelay, guarded
 from bashgraph.tools.runner.options import (
     DEFAULT_GRACE,
     DEFAULT_MAX_OUTPUT_CHARS,
@@ -63,6 +62,7 @@ from bashgraph.tools.runner.options import (
     RunOptionFields,
     RunOptions,
     argument_problem,
+    build_env,
     merged,
 )
 from bashgraph.tools.runner.reaper import MARKER_VAR
@@ -117,15 +117,15 @@ async def arun_command(
     PATH in a thread. Cancelling it kills the command's process tree before the cancellation
     propagates.
     """
-    relay = drive.OutputRelay(guarded(on_output)) if on_output else None
+    relay = OutputRelay(guarded(on_output)) if on_output else None
     must_ask = cwd is None or not os.path.isabs(cwd)
     launched = await twin.arun(_launched(command, cwd, options, overrides, ask_cwd=must_ask,
-                                         watch=drive.ReadySet, live=relay))
+                                         watch=twin.ReadySet, live=relay))
     return launched if isinstance(launched, CommandResult) else await _looped(*launched, relay)
 
 
 class _Watcher(Protocol):
-    """The descriptors a run waits on: `_PollSet` for the sync form, `drive.ReadySet` for the
+    """The descriptors a run waits on: `_PollSet` for the sync form, `twin.ReadySet` for the
     async one."""
 
     def register(self, fd: int) -> None: ...
@@ -174,19 +174,19 @@ def _launched(
 def _polled(sup: Supervisor, polls: _PollSet) -> CommandResult:
     """The sync form's run: `poll(2)` until the command is done."""
     try:
-        drive.poll_loop(sup, polls.poller)
+        twin.poll_loop(sup, polls.poller)
         return sup.result()
     finally:
         sup.abort()
 
 
-async def _looped(sup: Supervisor, inner: drive.ReadySet, relay: drive.OutputRelay | None) -> CommandResult:
+async def _looped(sup: Supervisor, inner: twin.ReadySet, relay: OutputRelay | None) -> CommandResult:
     """The async form's run: on the event loop, then in a thread when a step may block."""
     loop = asyncio.get_running_loop()
     try:
-        finished_here = await drive.LoopDriver(loop, inner, sup).run()
+        finished_here = await twin.LoopDriver(loop, inner, sup).run()
     except asyncio.CancelledError:
-        await drive.abort_in_thread(loop, sup)
+        await twin.abort_in_thread(loop, sup)
         raise
     except BaseException:
         sup.abort()
@@ -195,7 +195,7 @@ async def _looped(sup: Supervisor, inner: drive.ReadySet, relay: drive.OutputRel
         inner.close()
     if finished_here and not sup.result_needs_thread():
         return sup.result()
-    return await drive.finish_in_thread(loop, sup, relay)
+    return await twin.finish_in_thread(loop, sup, relay)
 
 
 class _PollSet:

@@ -3,7 +3,7 @@
 A loop only waits — for one of `watched()` to become readable, or for `wait_time()` to pass — and
 reports back through `on_ready(fd)` and `step(now)`. Reading, the decisions (drain, terminate,
 kill) and the result are made here, once. A supervisor holds its inputs whole — the `Plan`, the
-`Spawned` shell with its descriptors — and what the pipes produced in one `output.Output`; its
+`Spawned` shell with its descriptors — and what the pipes produced in one `live.Output`; its
 own state is the phase, its deadline, the descriptors still open, and the facts of how the run
 ended.
 
@@ -43,8 +43,7 @@ from enum import Enum
 from bashgraph.tools.results import CommandResult
 from bashgraph.tools.runner.classify import RunFacts, classify, start_dir_error
 from bashgraph.tools.runner.launch import CD_FAILED
-from bashgraph.tools.runner.live import OutputCallback
-from bashgraph.tools.runner.output import Output
+from bashgraph.tools.runner.live import Output, OutputCallback
 from bashgraph.tools.runner.reaper import Reaper, open_pidfd, pipe_names
 from bashgraph.tools.runner.spawn import Plan, Spawned
 from bashgraph.tools.safety.sandbox import classify_sandbox_exit

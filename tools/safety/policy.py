@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-from bashgraph.tools.limits import command_size_problem
 from bashgraph.tools.safety.directories import cd_words, may_change_home
 from bashgraph.tools.safety.policy_checks import BUILTIN_CHECKS, Check, Context, resolve_path
 from bashgraph.tools.safety.shellsplit import ShellSyntaxError, SimpleCommand, TooComplexError, parse_line
 from bashgraph.tools.safety.wrappers import View
+from bashgraph.tools.text import command_size_problem
 
 Action = Literal["allow", "ask", "deny"]
 Mode = Literal["never", "rules", "always"]

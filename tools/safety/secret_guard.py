@@ -1,6 +1,6 @@
 """Keep the agent's own secrets away from the commands it runs, where Linux allows it.
 
-The environment a command gets is scrubbed (`environment.scrub_env`), but without the sandbox a
+The environment a command gets is scrubbed (`options.scrub_env`), but without the sandbox a
 command can still look at the agent process itself: `tr '\\0' '\\n' < /proc/$PPID/environ` prints
 the environment the agent was started with, and `/proc/$PPID/mem` holds every value it read.
 `protect_secrets()` closes what it can, once, at the start of the agent process:

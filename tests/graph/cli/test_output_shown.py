@@ -61,7 +61,7 @@ def test_huge_binary_output_is_previewed_in_a_few_short_lines(cli: Cli, openai_s
     assert result.code == 0, result.err
     end = result.of("command_end")[0]
     # Random bytes are described in one line, followed by whatever text their last bytes
-    # happen to end with (tools/runner/binary.py): one line or a few, never the bytes.
+    # happen to end with (tools/results.py): one line or a few, never the bytes.
     assert end["stdout_preview"][0].startswith("[binary output: 5,000,000 bytes")
     for stream in ("stdout_preview", "stderr_preview"):
         assert 1 <= len(end[stream]) <= 7

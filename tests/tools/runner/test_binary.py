@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from bashgraph.tools import render_for_model, run_command
-from bashgraph.tools.runner.binary import describe_binary, looks_binary
+from bashgraph.tools.results import describe_binary, looks_binary
 
 LS = shutil.which("ls") or "/bin/ls"
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from bashgraph.tools import run_command
-from bashgraph.tools.runner import descriptors
+from bashgraph.tools.runner import spawn as descriptors
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bashgraph.tools import is_secret_name, run_command, scrub_env
-from bashgraph.tools.runner.environment import minimal_env
+from bashgraph.tools.runner.options import minimal_env
 from bashgraph.tools.safety.secret_names import has_secret_value
 
 SECRET = "s3cr3t-value-for-tests"

@@ -18,12 +18,12 @@ from bashgraph.graph.approval import ApprovalNode
 from bashgraph.graph.checks import Checker
 from bashgraph.graph.config import AgentConfig
 from bashgraph.graph.routing import next_after_agent
-from bashgraph.tools.limits import MAX_ARG_STRLEN, MAX_COMMAND_BYTES
-from bashgraph.tools.model_tools.bash_tool import checkable_command, validate_bash_args
+from bashgraph.tools import checkable_command, validate_bash_args
 from bashgraph.tools.results import CommandResult, Outcome
 from bashgraph.tools.runner.process import run_command
 from bashgraph.tools.safety.policy import DEFAULT_ASK, Policy, Verdict
 from bashgraph.tools.safety.shellsplit import TooComplexError, split_command
+from bashgraph.tools.text import MAX_ARG_STRLEN, MAX_COMMAND_BYTES
 
 
 def test_linux_refuses_an_argument_of_max_arg_strlen() -> None:
