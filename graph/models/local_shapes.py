@@ -10,9 +10,11 @@ file name, its count, its text) are slots, and a slot is filled with a word of t
 `head -n 3 data.csv` for "show the first 3 lines of data.csv", and nothing it was not given.
 
 A word of the task fills a slot only if the shell takes it literally (no quote, `$`, `;`, `&`,
-redirection or glob but `*`), so a task's word cannot change what the shape does. Everything
-here is linear in the task's length, which is capped, and the rule's size is bounded whatever
-the task holds.
+redirection, `~` or glob; the one pattern is an extension's, `*.txt`, and never where two names
+go), and a name is never an option (`-rf`), a piece of a quoted phrase, or a path run as a
+program. The model must write one of the shapes whatever the request says, so no example's
+command deletes or overwrites anything (local_prompt.EXAMPLES). Everything here is linear in the
+task's length, which is capped, and the rule's size is bounded whatever the task holds.
 """
 
 from __future__ import annotations
@@ -39,10 +41,14 @@ SMALL_WORDS = frozenset({
 })
 #: The slots a shape may have; each is a rule of the grammar.
 NAME, NUMBER, TEXT = "name", "number", "text"
+#: A name as a shape's first word, and two names in a row.
+PROGRAM, PAIR = "program", "name-pair"
 #: Names every shape may use: the current directory.
 ALWAYS_NAMES = (".",)
 
 _QUOTED_OR_WORD = re.compile(r"'[^']*'|\S+")
+_TASK_WORD = re.compile(r"'[^']*'|\"[^\"]*\"|\S+")
+_PROGRAM = re.compile(r"[A-Za-z][A-Za-z0-9_+-]*")
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_.,:@%+=/~*-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]+")
 _EDGE_PUNCTUATION = ",;:!?\"'`()"
@@ -74,20 +80,44 @@ def shape(request: str, command: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def task_words(task: str) -> list[str]:
-    """The task's own words a slot may take: each plain word (`.txt` also as `*.txt`), first
-    come first, without the sentence's punctuation around it."""
-    words: dict[str, None] = {}
-    for raw in task[:TASK_CHARS].split():
-        word = _trimmed(raw)
-        if not word or len(word) > MAX_WORD_CHARS or not _PLAIN_WORD.fullmatch(word):
-            continue
-        words[word] = None
-        if _EXTENSION.fullmatch(word):
-            words[f"*{word}"] = None
-        if len(words) >= MAX_TASK_WORDS:
+class TaskWords(NamedTuple):
+    """What a task offers the slots: names (files, folders, patterns, programs), numbers, and the
+    words a quoted text may hold."""
+
+    names: list[str]
+    numbers: list[str]
+    text: list[str]
+
+
+def task_words(task: str, unnamed: frozenset[str] = frozenset()) -> TaskWords:
+    """The task's own words, first come first, without the sentence's punctuation around them.
+
+    A name is a plain word that names something: not a small or an instruction word (`unnamed`),
+    not an option (`-rf`), no `~` and no glob but the pattern of an extension (`.txt` gives
+    `*.txt`), and not a piece of a quoted phrase ("delete 'my notes.txt'" names no `notes.txt`).
+    A quoted text may hold any plain word.
+    """
+    names: dict[str, None] = {}
+    text: dict[str, None] = {}
+    for raw in _TASK_WORD.findall(task[:TASK_CHARS]):
+        phrase = len(raw) > 2 and raw[0] == raw[-1] and raw[0] in "'\"" and " " in raw.strip(raw[0])
+        for word in map(_trimmed, raw.split()):
+            if not word or len(word) > MAX_WORD_CHARS or not _PLAIN_WORD.fullmatch(word):
+                continue
+            text[word] = None
+            if _EXTENSION.fullmatch(word):
+                names[f"*{word}"] = None
+            elif not phrase and _names_something(word, unnamed):
+                names[word] = None
+        if len(text) >= MAX_TASK_WORDS:
             break
-    return list(words)
+    numbers = [word for word in text if word.isdigit()]
+    return TaskWords([*list(names)[:MAX_TASK_WORDS], *ALWAYS_NAMES], numbers, list(text)[:MAX_TASK_WORDS])
+
+
+def _names_something(word: str, unnamed: frozenset[str]) -> bool:
+    return (word.lower() not in SMALL_WORDS | unnamed and not word.startswith("-")
+            and "~" not in word and "*" not in word)
 
 
 @functools.cache
@@ -104,54 +134,56 @@ def instruction_words(examples: tuple[tuple[str, str], ...]) -> frozenset[str]:
 def command_rule(task: str, examples: Sequence[tuple[str, str]],
                  unnamed: frozenset[str] = frozenset()) -> list[str]:
     """GBNF rules defining `command`: one of `examples`' shapes, its slots filled from `task`;
-    no word of `unnamed` (`instruction_words`) fills a name."""
-    words = task_words(task)
-    # A bare extension names files only as a pattern (`ls *.py`), never as a file of its own.
-    names = [word for word in words if word.lower() not in SMALL_WORDS | unnamed
-             and not _EXTENSION.fullmatch(word)]
-    names += ALWAYS_NAMES
-    numbers = [word for word in words if word.isdigit()]
-    text_words = [word for word in words if "'" not in word]
-    shapes = list(dict.fromkeys(shape(request, command) for request, command in examples))
+    no word of `unnamed` (`instruction_words`) fills a name. A shape the task cannot fill (two
+    names, one given) is left out; when none is left, the command is `ls` (it reads nothing and
+    changes nothing)."""
+    words = task_words(task, unnamed)
+    slots = {
+        NAME: words.names,
+        PROGRAM: [name for name in words.names if _PROGRAM.fullmatch(name)],
+        PAIR: _pairs([name for name in words.names if "*" not in name][:MAX_PAIRED_NAMES]),
+        NUMBER: words.numbers,
+        TEXT: words.text,
+    }
+    shapes = [elements for elements in dict.fromkeys(
+        tuple(_elements(shape(request, command), slots)) for request, command in examples)
+        if all(slots.get(element, True) for element in elements)]
+    if not shapes:
+        return ['command ::= "ls"']
     rules = [f"command ::= {' | '.join(f'shape{i}' for i in range(len(shapes)))}"]
-    for i, parts in enumerate(shapes):
-        elements = _elements(parts, numbers, bool(text_words))
-        rules.append(f"shape{i} ::= " + ' " " '.join(elements))
-    rules.append(f"name ::= {' | '.join(_literals(names))}")
-    if any("name-pair" in rule for rule in rules):
-        rules.append(f"name-pair ::= {' | '.join(_pairs(names[:MAX_PAIRED_NAMES]))}")
-    if numbers:
-        rules.append(f"number ::= {' | '.join(_literals(numbers))}")
-    if text_words:
-        rules.append(f"text ::= \"'\" text-word (\" \" text-word){{0,{MAX_TEXT_WORDS - 1}}} \"'\"")
-        rules.append(f"text-word ::= {' | '.join(_literals(text_words))}")
+    rules += [f"shape{i} ::= " + ' " " '.join(elements) for i, elements in enumerate(shapes)]
+    used = {element for elements in shapes for element in elements}
+    for slot in (NAME, PROGRAM, PAIR, NUMBER):
+        if slot in used:
+            rules.append(f"{slot} ::= {' | '.join(_literals(slots[slot]))}")
+    if TEXT in used:
+        rules.append(f"{TEXT} ::= \"'\" text-word (\" \" text-word){{0,{MAX_TEXT_WORDS - 1}}} \"'\"")
+        rules.append(f"text-word ::= {' | '.join(_literals(slots[TEXT]))}")
     return rules
 
 
-def _elements(parts: Sequence[Part], numbers: Sequence[str], has_text: bool) -> list[str]:
-    """The shape's grammar elements; two names in a row (`cp -n a b`) are a `name-pair`."""
+def _elements(parts: Sequence[Part], slots: dict[str, list[str]]) -> list[str]:
+    """The shape's grammar elements: literals and slot names. The first word, when a slot, takes
+    a program's name (never a path: `./deploy.sh --version` would run the script); two names in a
+    row (`cp -n a b`) are a pair. A number or text slot the task has nothing for keeps the
+    example's word (`tail -n 10` for "the last lines")."""
     elements: list[str] = []
     for i, part in enumerate(parts):
-        if part.slot == NAME and i and parts[i - 1].slot == NAME and elements[-1] == NAME:
-            elements[-1] = "name-pair"
+        if part.slot == NAME and i == 0:
+            elements.append(PROGRAM)
+        elif part.slot == NAME and elements and elements[-1] == NAME:
+            elements[-1] = PAIR
+        elif part.slot == NAME or (part.slot in (NUMBER, TEXT) and slots[part.slot]):
+            elements.append(part.slot)
         else:
-            elements.append(_element(part, numbers, has_text))
+            elements.append(json.dumps(part.text))
     return elements
 
 
 def _pairs(names: Sequence[str]) -> list[str]:
     """Two different names, in the order the task gives them: "copy a.txt to b.txt" is
     `a.txt b.txt`. The model wrote `cp -n a.txt a.txt` when any two were allowed."""
-    return [json.dumps(f"{first} {second}") for i, first in enumerate(names) for second in names[i + 1:]]
-
-
-def _element(part: Part, numbers: Sequence[str], has_text: bool) -> str:
-    """A part as a grammar element: its literal, or its slot's rule. A number slot with no number
-    in the task keeps the example's (`tail -n 10` for "the last lines"); so does a text slot
-    when the task has no word to quote."""
-    if part.slot == NAME or (part.slot == NUMBER and numbers) or (part.slot == TEXT and has_text):
-        return part.slot
-    return json.dumps(part.text)
+    return [f"{first} {second}" for i, first in enumerate(names) for second in names[i + 1:]]
 
 
 def _literals(words: Iterable[str]) -> list[str]:

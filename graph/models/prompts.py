@@ -58,6 +58,9 @@ def hint_message(hint: str) -> str:
 GRAPH_MESSAGE_PREFIXES = ("Stop and re-plan:", "Environment fault:", "A person chose to skip",
                           "A person looked at the environment fault", "Your last reply was empty:")
 
+#: The id of the message that stands for a compacted history (graph/context.py): not a request.
+SUMMARY_MESSAGE_ID = "bashgraph-context-summary"
+
 SUMMARY_INSTRUCTIONS = """\
 You are compacting the history of a shell agent's work so it can continue in a smaller context.
 Below is a transcript of earlier turns. Write a summary for the agent itself, at most 300 words:

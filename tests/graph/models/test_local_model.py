@@ -123,20 +123,15 @@ def test_the_default_system_prompt_is_left_out() -> None:
     assert "bash_output" not in to_chatml(turns)
 
 
-def test_no_example_overwrites_anything_and_only_a_deletion_deletes() -> None:
-    """The model writes an example's command only as its shape, filled from the task: `cp` and
-    `mv` never replace a file (-n), a write appends (`>>`, never `>`), and `rm` comes near only
-    a task that says "delete" or "remove" (its examples share no other word)."""
-    for request, command in EXAMPLES:
-        assert not re.search(r"\b(rmdir|shred|truncate|dd|chmod|chown|sudo|kill)\b", command)
+def test_no_example_deletes_or_overwrites_anything() -> None:
+    """The model must write one of the nearest shapes whatever the request says ("show notes.txt,
+    do not delete it" came nearest to a delete example): none removes anything, `cp` and `mv`
+    never replace a file (-n), a write appends (`>>`, never `>`)."""
+    for _request, command in EXAMPLES:
+        assert not re.search(r"\b(rm|rmdir|shred|truncate|dd|chmod|chown|sudo|kill|find)\b", command)
         assert not re.match(r"(cp|mv) ", command) or command.split()[1] == "-n"
         assert not re.search(r"(?<!>)>(?!>)", command), command
-        if command.startswith("rm "):
-            assert set(request.split()) & {"delete", "remove"}
-            assert len(request.split()) == 2
         assert not command.startswith("{")
-    for task in ("show the file notes.txt", "count the lines of a.txt", "what is in junk.tmp", "x"):
-        assert not any(command.startswith("rm") for _request, command in nearest_examples(task))
 
 
 def test_a_failed_result_asks_for_a_different_command() -> None:
