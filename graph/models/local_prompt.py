@@ -85,7 +85,6 @@ EXAMPLES_SHOWN = 2
 #: Only this much of the task is compared with the examples (a pasted log can be huge).
 MATCHED_TASK_CHARS = 2000
 _WORD = re.compile(r"[a-z0-9]+")
-_IGNORED_WORDS = SMALL_WORDS
 #: A bare extension (".txt", "*.py") stands for "files of a kind", whichever the kind.
 _EXTENSION = re.compile(r"\*?\.[a-z0-9]+")
 
@@ -193,9 +192,7 @@ def nearest_examples(task: str, count: int | None = None) -> list[tuple[str, str
     """The `count` (default `EXAMPLES_SHOWN`) examples sharing the most words with `task`, the
     nearest last (ties: the earlier example is nearer). Linear in the task's length, which is
     capped."""
-    scores = _scores(task)
-    ranked = sorted(range(len(EXAMPLES)), key=lambda i: (scores[i], -i))
-    return [EXAMPLES[i] for i in ranked[-(count or EXAMPLES_SHOWN):]]
+    return [EXAMPLES[i] for i in _ranked(_scores(task))[-(count or EXAMPLES_SHOWN):]]
 
 
 def best_examples(task: str) -> list[tuple[str, str]]:
@@ -204,8 +201,12 @@ def best_examples(task: str) -> list[tuple[str, str]]:
     (`ls -la` for "list the .txt files", next to `ls *.csv`)."""
     scores = _scores(task)
     top = max(scores)
-    shown = nearest_examples(task)
-    return [example for example in shown if not top or scores[EXAMPLES.index(example)] == top]
+    return [EXAMPLES[i] for i in _ranked(scores)[-EXAMPLES_SHOWN:] if not top or scores[i] == top]
+
+
+def _ranked(scores: list[float]) -> list[int]:
+    """The examples' indices, nearest last (ties: the earlier example is nearer)."""
+    return sorted(range(len(EXAMPLES)), key=lambda i: (scores[i], -i))
 
 
 def _scores(task: str) -> list[float]:
@@ -229,7 +230,7 @@ def _words(text: str) -> frozenset[str]:
     tokens = text.lower().split()
     kind = {"<extension>"} if any(_EXTENSION.fullmatch(token) for token in tokens) else set()
     kept = (token for token in tokens if not any(c in token for c in "._/"))
-    return frozenset(word for token in kept for word in _WORD.findall(token)) - _IGNORED_WORDS | kind
+    return frozenset(word for token in kept for word in _WORD.findall(token)) - SMALL_WORDS | kind
 
 
 def example_turns(tool: str, task: str) -> list[Turn]:

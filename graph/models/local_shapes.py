@@ -196,8 +196,3 @@ def _trimmed(word: str) -> str:
     full stop ends a sentence only after a letter, so `.` and `.txt` stay."""
     word = word.strip(_EDGE_PUNCTUATION)
     return word[:-1] if len(word) > 1 and word.endswith(".") and word[-2:-1] != "." else word
-
-
-def words_of(command: str) -> Sequence[str]:
-    """A command's words as shapes split them (quoted texts kept whole)."""
-    return _QUOTED_OR_WORD.findall(command)

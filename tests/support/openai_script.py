@@ -7,6 +7,7 @@ pieces), `usage` when `stream_options.include_usage` is asked, errors as `{"erro
 
 from __future__ import annotations
 
+import abc
 import json
 import math
 import time
@@ -81,12 +82,13 @@ class Answer:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-class Custom:
+class Custom(abc.ABC):
     """A step that builds its own answer from the request: the shapes of particular servers
     (tests/support/openai_shapes.py) — cut replies, reasoning fields, odd streaming deltas."""
 
+    @abc.abstractmethod
     def answer(self, request: RecordedRequest, ex: Exchange) -> Answer:
-        raise NotImplementedError
+        """The answer to `request`, the `ex`-th exchange."""
 
 
 Step = TextReply | ToolCallsReply | ErrorReply | MalformedReply | Hang | DropConnection | Custom
